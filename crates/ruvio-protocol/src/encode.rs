@@ -1,0 +1,170 @@
+use bytes::{BufMut, BytesMut};
+
+use crate::value::{Protocol, Value};
+
+fn put_len(buf: &mut BytesMut, prefix: u8, len: usize) {
+    buf.put_u8(prefix);
+    buf.put_slice(itoa::Buffer::new().format(len).as_bytes());
+    buf.put_slice(b"\r\n");
+}
+
+fn put_bulk(buf: &mut BytesMut, data: &[u8]) {
+    put_len(buf, b'$', data.len());
+    buf.put_slice(data);
+    buf.put_slice(b"\r\n");
+}
+
+/// Formats a double as Redis does: `inf`, `-inf`, `nan`, otherwise the shortest form that reads back exactly.
+pub(crate) fn format_double(d: f64) -> String {
+    if d.is_nan() {
+        "nan".into()
+    } else if d.is_infinite() {
+        if d > 0.0 { "inf".into() } else { "-inf".into() }
+    } else if d == d.trunc() && d.abs() < 1e17 {
+        format!("{}", d as i64)
+    } else {
+        ryu::Buffer::new().format(d).to_string()
+    }
+}
+
+/// Appends `value` to `buf` in the given protocol version.
+pub fn encode(value: &Value, proto: Protocol, buf: &mut BytesMut) {
+    let resp3 = proto == Protocol::Resp3;
+    match value {
+        Value::Simple(s) => {
+            buf.put_u8(b'+');
+            buf.put_slice(s);
+            buf.put_slice(b"\r\n");
+        }
+        Value::Error(e) => {
+            buf.put_u8(b'-');
+            buf.put_slice(e);
+            buf.put_slice(b"\r\n");
+        }
+        Value::Integer(i) => {
+            buf.put_u8(b':');
+            buf.put_slice(itoa::Buffer::new().format(*i).as_bytes());
+            buf.put_slice(b"\r\n");
+        }
+        Value::Bulk(b) => put_bulk(buf, b),
+        Value::Nil if resp3 => buf.put_slice(b"_\r\n"),
+        Value::Nil => buf.put_slice(b"$-1\r\n"),
+        Value::NilArray if resp3 => buf.put_slice(b"_\r\n"),
+        Value::NilArray => buf.put_slice(b"*-1\r\n"),
+        Value::Array(items) => {
+            put_len(buf, b'*', items.len());
+            items.iter().for_each(|v| encode(v, proto, buf));
+        }
+        Value::Set(items) => {
+            put_len(buf, if resp3 { b'~' } else { b'*' }, items.len());
+            items.iter().for_each(|v| encode(v, proto, buf));
+        }
+        Value::Push(items) => {
+            put_len(buf, if resp3 { b'>' } else { b'*' }, items.len());
+            items.iter().for_each(|v| encode(v, proto, buf));
+        }
+        Value::Map(pairs) => {
+            if resp3 {
+                put_len(buf, b'%', pairs.len());
+            } else {
+                put_len(buf, b'*', pairs.len() * 2);
+            }
+            for (k, v) in pairs {
+                encode(k, proto, buf);
+                encode(v, proto, buf);
+            }
+        }
+        Value::Attribute { attributes, data } => {
+            // Attributes are out-of-band in RESP3 and have no RESP2 form: RESP2 peers get the data only.
+            if resp3 {
+                put_len(buf, b'|', attributes.len());
+                for (k, v) in attributes {
+                    encode(k, proto, buf);
+                    encode(v, proto, buf);
+                }
+            }
+            encode(data, proto, buf);
+        }
+        Value::Double(d) => {
+            let text = format_double(*d);
+            if resp3 {
+                buf.put_u8(b',');
+                buf.put_slice(text.as_bytes());
+                buf.put_slice(b"\r\n");
+            } else {
+                put_bulk(buf, text.as_bytes());
+            }
+        }
+        Value::Boolean(b) => {
+            if resp3 {
+                buf.put_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
+            } else {
+                buf.put_slice(if *b { b":1\r\n" } else { b":0\r\n" });
+            }
+        }
+        Value::Verbatim { format, text } => {
+            if resp3 {
+                put_len(buf, b'=', text.len() + 4);
+                buf.put_slice(format);
+                buf.put_u8(b':');
+                buf.put_slice(text);
+                buf.put_slice(b"\r\n");
+            } else {
+                put_bulk(buf, text);
+            }
+        }
+        Value::BigNumber(n) => {
+            if resp3 {
+                buf.put_u8(b'(');
+                buf.put_slice(n);
+                buf.put_slice(b"\r\n");
+            } else {
+                put_bulk(buf, n);
+            }
+        }
+    }
+}
+
+/// Appends a command (an array of bulk strings), as a client sends it.
+pub fn encode_command<A: AsRef<[u8]>>(args: &[A], buf: &mut BytesMut) {
+    put_len(buf, b'*', args.len());
+    for a in args {
+        put_bulk(buf, a.as_ref());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn enc(v: &Value, p: Protocol) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        encode(v, p, &mut b);
+        b.to_vec()
+    }
+
+    #[test]
+    fn resp2_degrades_resp3_types() {
+        let map = Value::Map(vec![(Value::bulk_str("save"), Value::bulk_str(""))]);
+        assert_eq!(enc(&map, Protocol::Resp2), b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+        assert_eq!(enc(&map, Protocol::Resp3), b"%1\r\n$4\r\nsave\r\n$0\r\n\r\n");
+        assert_eq!(enc(&Value::Nil, Protocol::Resp2), b"$-1\r\n");
+        assert_eq!(enc(&Value::NilArray, Protocol::Resp2), b"*-1\r\n");
+        assert_eq!(enc(&Value::Nil, Protocol::Resp3), b"_\r\n");
+        assert_eq!(enc(&Value::Boolean(true), Protocol::Resp2), b":1\r\n");
+        assert_eq!(enc(&Value::Double(1.5), Protocol::Resp3), b",1.5\r\n");
+        assert_eq!(enc(&Value::Double(3.0), Protocol::Resp2), b"$1\r\n3\r\n");
+        let v = Value::Verbatim { format: *b"txt", text: Bytes::from_static(b"hi") };
+        assert_eq!(enc(&v, Protocol::Resp3), b"=6\r\ntxt:hi\r\n");
+        assert_eq!(enc(&v, Protocol::Resp2), b"$2\r\nhi\r\n");
+    }
+
+    #[test]
+    fn doubles_format_like_redis() {
+        assert_eq!(format_double(f64::INFINITY), "inf");
+        assert_eq!(format_double(-f64::INFINITY), "-inf");
+        assert_eq!(format_double(10.5), "10.5");
+        assert_eq!(format_double(5.0e3), "5000");
+    }
+}

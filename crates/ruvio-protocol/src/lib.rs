@@ -1,0 +1,16 @@
+//! The Redis serialization protocol (RESP2 and RESP3), shared by the Ruvio server and `ruvio-client`.
+//!
+//! - [`Value`]: every RESP3 type, with how each degrades to RESP2.
+//! - [`encode`]: writes a [`Value`] in either protocol version.
+//! - [`RequestParser`]: the server's incremental, bounded parser for client requests (multibulk or inline).
+//! - [`decode_value`]: the client's parser for any reply.
+
+mod decode;
+mod encode;
+mod request;
+mod value;
+
+pub use decode::{decode_value, DecodeError, DecodeLimits};
+pub use encode::{encode, encode_command};
+pub use request::{ProtocolError, RequestLimits, RequestParser};
+pub use value::{Protocol, Value};

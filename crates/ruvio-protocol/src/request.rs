@@ -1,0 +1,373 @@
+//! The server side: turns bytes from a client into commands (arrays of arguments).
+//!
+//! The parser is incremental (it keeps the arguments already read when a request arrives in pieces, so a large
+//! request is scanned once) and bounded: every count and length read off the wire is checked against
+//! [`RequestLimits`] before anything is reserved for it, and at most [`PREALLOC_ARGS`] argument slots are allocated
+//! up front whatever count the client announced.
+
+use bytes::{Buf, Bytes, BytesMut};
+use thiserror::Error;
+
+/// Longest header line (`*N`, `$N`) or inline request, as in Redis (`PROTO_INLINE_MAX_SIZE`).
+pub const MAX_INLINE: usize = 64 * 1024;
+/// Argument slots reserved before they arrive, whatever count the client announced.
+pub const PREALLOC_ARGS: usize = 1024;
+
+/// Limits a request must respect. Unauthenticated connections get a stricter set.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestLimits {
+    /// Largest bulk string (`proto-max-bulk-len`).
+    pub max_bulk_len: usize,
+    /// Largest argument count in one multibulk request.
+    pub max_args: usize,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits { max_bulk_len: 512 * 1024 * 1024, max_args: i32::MAX as usize }
+    }
+}
+
+/// A malformed request. The texts are Redis's; the server replies with `-ERR <text>` and closes the connection.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    #[error("Protocol error: invalid multibulk length")]
+    InvalidMultibulkLength,
+    #[error("Protocol error: invalid bulk length")]
+    InvalidBulkLength,
+    #[error("Protocol error: expected '$', got '{}'", *.0 as char)]
+    ExpectedDollar(u8),
+    #[error("Protocol error: too big mbulk count string")]
+    TooBigMultibulkCount,
+    #[error("Protocol error: too big bulk count string")]
+    TooBigBulkCount,
+    #[error("Protocol error: too big inline request")]
+    TooBigInline,
+    #[error("Protocol error: unbalanced quotes in request")]
+    UnbalancedQuotes,
+}
+
+#[derive(Debug, Default)]
+enum State {
+    #[default]
+    Idle,
+    /// Inside a multibulk request: `remaining` arguments still to come, `bulk_len` set once a `$N` header was read.
+    Multibulk { remaining: usize, args: Vec<Bytes>, bulk_len: Option<usize> },
+}
+
+/// Incremental parser for client requests; one per connection.
+#[derive(Debug, Default)]
+pub struct RequestParser {
+    state: State,
+    /// Bytes of arguments already taken out of the buffer for the request in progress.
+    partial_bytes: usize,
+}
+
+fn find_crlf(buf: &[u8]) -> Option<usize> {
+    memchr::memchr(b'\r', buf).and_then(|i| (buf.get(i + 1) == Some(&b'\n')).then_some(i)).or_else(|| {
+        // Rare: a bare '\r' before the real terminator; fall back to a full scan.
+        buf.windows(2).position(|w| w == b"\r\n")
+    })
+}
+
+fn parse_int(digits: &[u8]) -> Option<i64> {
+    std::str::from_utf8(digits).ok()?.parse::<i64>().ok()
+}
+
+impl RequestParser {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes held for the request in progress, buffered input included: what `client-query-buffer-limit` bounds.
+    pub fn pending_bytes(&self, buf: &BytesMut) -> usize {
+        self.partial_bytes + buf.len()
+    }
+
+    /// True while a request has been started but not completed.
+    pub fn in_request(&self) -> bool {
+        matches!(self.state, State::Multibulk { .. })
+    }
+
+    /// Takes one complete request off the front of `buf`, or `Ok(None)` when more bytes are needed.
+    /// Empty requests (`*0`, blank inline lines) are skipped.
+    pub fn parse(&mut self, buf: &mut BytesMut, limits: &RequestLimits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        loop {
+            if let State::Idle = self.state {
+                let Some(&first) = buf.first() else { return Ok(None) };
+                if first != b'*' {
+                    match self.parse_inline(buf)? {
+                        Some(args) if args.is_empty() => continue,
+                        other => return Ok(other),
+                    }
+                }
+                let Some(end) = find_crlf(buf) else {
+                    if buf.len() > MAX_INLINE {
+                        return Err(ProtocolError::TooBigMultibulkCount);
+                    }
+                    return Ok(None);
+                };
+                let count = parse_int(&buf[1..end]).ok_or(ProtocolError::InvalidMultibulkLength)?;
+                if count > limits.max_args as i64 {
+                    return Err(ProtocolError::InvalidMultibulkLength);
+                }
+                buf.advance(end + 2);
+                if count <= 0 {
+                    continue;
+                }
+                let count = count as usize;
+                self.state = State::Multibulk {
+                    remaining: count,
+                    args: Vec::with_capacity(count.min(PREALLOC_ARGS)),
+                    bulk_len: None,
+                };
+                self.partial_bytes = 0;
+            }
+            let State::Multibulk { remaining, args, bulk_len } = &mut self.state else { unreachable!() };
+            while *remaining > 0 {
+                let len = match *bulk_len {
+                    Some(len) => len,
+                    None => {
+                        let Some(&first) = buf.first() else { return Ok(None) };
+                        let Some(end) = find_crlf(buf) else {
+                            if buf.len() > MAX_INLINE {
+                                return Err(ProtocolError::TooBigBulkCount);
+                            }
+                            return Ok(None);
+                        };
+                        if first != b'$' {
+                            return Err(ProtocolError::ExpectedDollar(first));
+                        }
+                        let len = parse_int(&buf[1..end]).ok_or(ProtocolError::InvalidBulkLength)?;
+                        if len < 0 || len as u64 > limits.max_bulk_len as u64 {
+                            return Err(ProtocolError::InvalidBulkLength);
+                        }
+                        buf.advance(end + 2);
+                        *bulk_len = Some(len as usize);
+                        len as usize
+                    }
+                };
+                // `len` was bounded by max_bulk_len above, so `len + 2` cannot overflow.
+                if buf.len() < len + 2 {
+                    // Make room for what is missing, at most 1 MiB at a time: a client that announces a large bulk
+                    // and sends nothing holds no more memory than the bytes it actually sent.
+                    buf.reserve((len + 2 - buf.len()).min(1 << 20));
+                    return Ok(None);
+                }
+                let arg = buf.split_to(len).freeze();
+                buf.advance(2);
+                self.partial_bytes += len;
+                args.push(arg);
+                *bulk_len = None;
+                *remaining -= 1;
+            }
+            let State::Multibulk { args, .. } = std::mem::take(&mut self.state) else { unreachable!() };
+            self.partial_bytes = 0;
+            return Ok(Some(args));
+        }
+    }
+
+    fn parse_inline(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let Some(nl) = memchr::memchr(b'\n', buf) else {
+            if buf.len() > MAX_INLINE {
+                return Err(ProtocolError::TooBigInline);
+            }
+            return Ok(None);
+        };
+        if nl > MAX_INLINE {
+            return Err(ProtocolError::TooBigInline);
+        }
+        let line = buf.split_to(nl + 1);
+        let mut line = &line[..nl];
+        if line.last() == Some(&b'\r') {
+            line = &line[..line.len() - 1];
+        }
+        split_inline_args(line).map(Some)
+    }
+}
+
+fn hex_value(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Splits an inline request into arguments like Redis's `sdssplitargs`: whitespace separates, `"..."` takes
+/// backslash escapes (`\n`, `\xHH`, ...), `'...'` takes `\'` only; a closing quote must be followed by a space.
+fn split_inline_args(line: &[u8]) -> Result<Vec<Bytes>, ProtocolError> {
+    let mut args = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Ok(args);
+        }
+        let mut cur = Vec::new();
+        let mut in_dq = false;
+        let mut in_sq = false;
+        loop {
+            if in_dq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\' && i + 3 < n && line[i + 1] == b'x' {
+                    if let (Some(h), Some(l)) = (hex_value(line[i + 2]), hex_value(line[i + 3])) {
+                        cur.push(h * 16 + l);
+                        i += 4;
+                        continue;
+                    }
+                }
+                if c == b'\\' && i + 1 < n {
+                    cur.push(match line[i + 1] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                    i += 2;
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                    i += 1;
+                }
+            } else if in_sq {
+                if i >= n {
+                    return Err(ProtocolError::UnbalancedQuotes);
+                }
+                let c = line[i];
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    cur.push(b'\'');
+                    i += 2;
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return Err(ProtocolError::UnbalancedQuotes);
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    cur.push(c);
+                    i += 1;
+                }
+            } else {
+                if i >= n || line[i].is_ascii_whitespace() {
+                    break;
+                }
+                match line[i] {
+                    b'"' => in_dq = true,
+                    b'\'' => in_sq = true,
+                    c => cur.push(c),
+                }
+                i += 1;
+            }
+        }
+        args.push(Bytes::from(cur));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(input: &[u8], limits: RequestLimits) -> Result<Vec<Vec<Bytes>>, ProtocolError> {
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::from(input);
+        let mut out = Vec::new();
+        while let Some(args) = p.parse(&mut buf, &limits)? {
+            out.push(args);
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn multibulk_and_inline_and_pipelined() {
+        let got = parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\na\r\nPING\r\n\r\nSET k \"v 1\"\r\n", RequestLimits::default()).unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0], vec![Bytes::from("GET"), Bytes::from("a")]);
+        assert_eq!(got[1], vec![Bytes::from("PING")]);
+        assert_eq!(got[2], vec![Bytes::from("SET"), Bytes::from("k"), Bytes::from("v 1")]);
+    }
+
+    #[test]
+    fn byte_by_byte_equals_whole() {
+        let input = b"*3\r\n$3\r\nSET\r\n$5\r\nk\r\n\0x\r\n$0\r\n\r\n";
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::new();
+        let mut got = None;
+        for b in input.iter() {
+            buf.extend_from_slice(&[*b]);
+            if let Some(args) = p.parse(&mut buf, &RequestLimits::default()).unwrap() {
+                got = Some(args);
+            }
+        }
+        assert_eq!(got.unwrap()[1], Bytes::from_static(b"k\r\n\0x"));
+    }
+
+    #[test]
+    fn redis_error_texts() {
+        let l = RequestLimits::default();
+        assert_eq!(parse_all(b"*abc\r\n", l).unwrap_err().to_string(), "Protocol error: invalid multibulk length");
+        assert_eq!(parse_all(b"*1\r\n$abc\r\n", l).unwrap_err().to_string(), "Protocol error: invalid bulk length");
+        assert_eq!(parse_all(b"*1\r\nfoo\r\n", l).unwrap_err().to_string(), "Protocol error: expected '$', got 'f'");
+        assert_eq!(parse_all(b"*3000000000\r\n", l).unwrap_err(), ProtocolError::InvalidMultibulkLength);
+        assert_eq!(parse_all(b"set \"a\"b\r\n", l).unwrap_err(), ProtocolError::UnbalancedQuotes);
+        let strict = RequestLimits { max_bulk_len: 16 * 1024, max_args: 10 };
+        assert_eq!(parse_all(b"*11\r\n", strict).unwrap_err(), ProtocolError::InvalidMultibulkLength);
+        assert_eq!(parse_all(b"*1\r\n$16385\r\n", strict).unwrap_err(), ProtocolError::InvalidBulkLength);
+        let long = vec![b'a'; MAX_INLINE + 10];
+        assert_eq!(parse_all(&long, l).unwrap_err(), ProtocolError::TooBigInline);
+        let mut long_hdr = b"*".to_vec();
+        long_hdr.extend(vec![b'1'; MAX_INLINE + 10]);
+        assert_eq!(parse_all(&long_hdr, l).unwrap_err(), ProtocolError::TooBigMultibulkCount);
+    }
+
+    #[test]
+    fn huge_announced_count_allocates_little() {
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::from(&b"*2000000000\r\n"[..]);
+        assert!(p.parse(&mut buf, &RequestLimits::default()).unwrap().is_none());
+        let State::Multibulk { args, .. } = &p.state else { panic!() };
+        assert!(args.capacity() <= PREALLOC_ARGS);
+    }
+
+    #[test]
+    fn inline_escapes() {
+        let got = parse_all(b"set k \"a\\x41\\n\" 'it\\'s'\n", RequestLimits::default()).unwrap();
+        assert_eq!(got[0][2], Bytes::from_static(b"aA\n"));
+        assert_eq!(got[0][3], Bytes::from_static(b"it's"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics_on_garbage(data in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
+            let _ = parse_all(&data, RequestLimits { max_bulk_len: 1024, max_args: 64 });
+        }
+
+        #[test]
+        fn roundtrips_any_command(args in proptest::collection::vec(proptest::collection::vec(proptest::num::u8::ANY, 0..40), 1..8), split in 0usize..400) {
+            let mut wire = BytesMut::new();
+            crate::encode_command(&args, &mut wire);
+            let split = split.min(wire.len());
+            let mut p = RequestParser::new();
+            let mut buf = BytesMut::from(&wire[..split]);
+            let first = p.parse(&mut buf, &RequestLimits::default()).unwrap();
+            let got = match first {
+                Some(got) => got,
+                None => {
+                    buf.extend_from_slice(&wire[split..]);
+                    p.parse(&mut buf, &RequestLimits::default()).unwrap().unwrap()
+                }
+            };
+            let got: Vec<Vec<u8>> = got.iter().map(|b| b.to_vec()).collect();
+            proptest::prop_assert_eq!(got, args);
+        }
+    }
+}
