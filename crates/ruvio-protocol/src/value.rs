@@ -51,6 +51,9 @@ impl Value {
     pub fn simple(s: &'static str) -> Value {
         Value::Simple(Bytes::from_static(s.as_bytes()))
     }
+    pub fn simple_owned(s: String) -> Value {
+        Value::Simple(Bytes::from(s))
+    }
     /// An error reply; `text` starts with the error code (`ERR ...`, `WRONGTYPE ...`).
     pub fn error(text: impl Into<String>) -> Value {
         Value::Error(Bytes::from(text.into()))

@@ -1,1 +1,139 @@
-fn main(){}
+//! The `ruvio` binary: `ruvio [server] [flags]` runs the server.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use ruvio_server::Config;
+
+#[derive(Parser)]
+#[command(name = "ruvio", version, about = "Ruvio: a Redis-protocol key-value server with fencing-token locks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    server: ServerArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (the default).
+    Server(ServerArgs),
+}
+
+#[derive(Args, Clone, Default)]
+struct ServerArgs {
+    /// A redis.conf-style configuration file; flags override it.
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+    /// Addresses to listen on (default 127.0.0.1).
+    #[arg(long, num_args = 1..)]
+    bind: Vec<String>,
+    /// TCP port (default 6379).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Data folder (default ./ruvio-data, created if missing).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Password for the default user.
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// Number of databases (default 16).
+    #[arg(long)]
+    databases: Option<usize>,
+    /// Maximum simultaneous clients (default 10000).
+    #[arg(long)]
+    maxclients: Option<usize>,
+    /// Close clients idle for this many seconds (0 = never).
+    #[arg(long)]
+    timeout: Option<u64>,
+    /// Log level: debug, verbose, notice, warning, nothing.
+    #[arg(long)]
+    loglevel: Option<String>,
+    /// Any other configuration parameter, redis-server style: `--appendfsync always --hz 20`.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    extra: Vec<String>,
+}
+
+fn build_config(a: &ServerArgs) -> Result<Config, String> {
+    let mut c = Config::default();
+    if let Some(path) = &a.config {
+        c.load_file(path).map_err(|e| e.to_string())?;
+    }
+    let mut set = |name: &str, value: String| c.apply(name, &value).map_err(|e| e.to_string());
+    if !a.bind.is_empty() {
+        set("bind", a.bind.join(" "))?;
+    }
+    if let Some(v) = a.port {
+        set("port", v.to_string())?;
+    }
+    if let Some(v) = &a.dir {
+        set("dir", v.display().to_string())?;
+    }
+    if let Some(v) = &a.requirepass {
+        set("requirepass", v.clone())?;
+    }
+    if let Some(v) = a.databases {
+        set("databases", v.to_string())?;
+    }
+    if let Some(v) = a.maxclients {
+        set("maxclients", v.to_string())?;
+    }
+    if let Some(v) = a.timeout {
+        set("timeout", v.to_string())?;
+    }
+    if let Some(v) = &a.loglevel {
+        set("loglevel", v.clone())?;
+    }
+    // `--name value [value...]` pairs: the values run until the next `--name`.
+    let mut i = 0;
+    while i < a.extra.len() {
+        let Some(name) = a.extra[i].strip_prefix("--") else {
+            return Err(format!("unexpected argument '{}'", a.extra[i]));
+        };
+        let mut values = Vec::new();
+        i += 1;
+        while i < a.extra.len() && !a.extra[i].starts_with("--") {
+            values.push(a.extra[i].clone());
+            i += 1;
+        }
+        set(name, values.join(" "))?;
+    }
+    Ok(c)
+}
+
+fn tracing_filter(loglevel: &str) -> &'static str {
+    match loglevel {
+        "debug" => "debug",
+        "verbose" => "info,ruvio_server=debug",
+        "warning" => "warn",
+        "nothing" => "off",
+        _ => "info",
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let args = match cli.command {
+        Some(Command::Server(a)) => a,
+        None => cli.server,
+    };
+    let config = match build_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ruvio: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| tracing_filter(&config.loglevel).to_string());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(ruvio_server::run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("ruvio: {e}");
+            eprintln!("ruvio: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! Per-connection state: what the connection task owns ([`ClientState`]) and what other tasks may look at or poke
+//! ([`ClientInfo`]: CLIENT LIST/KILL, pub/sub delivery).
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use ruvio_protocol::Protocol;
+use tokio::sync::Notify;
+
+use crate::config::OutputLimit;
+use crate::keyspace::{CompactBytes, WatchFlag};
+
+/// Messages pushed to a client by others (pub/sub), bounded by `client-output-buffer-limit`.
+#[derive(Default)]
+pub struct Outbox {
+    queue: Mutex<VecDeque<Bytes>>,
+    bytes: AtomicUsize,
+    soft_since: Mutex<Option<Instant>>,
+    pub notify: Notify,
+}
+
+impl Outbox {
+    /// Queues `msg`; false when that takes the client over its limit (the caller then disconnects it).
+    pub fn push(&self, msg: Bytes, limit: &OutputLimit) -> bool {
+        let total = self.bytes.fetch_add(msg.len(), Ordering::AcqRel) + msg.len();
+        self.queue.lock().push_back(msg);
+        self.notify.notify_one();
+        let total = total as u64;
+        if limit.hard > 0 && total > limit.hard {
+            return false;
+        }
+        if limit.soft > 0 && total > limit.soft {
+            let mut since = self.soft_since.lock();
+            let start = *since.get_or_insert_with(Instant::now);
+            if start.elapsed().as_secs() >= limit.soft_seconds {
+                return false;
+            }
+        } else {
+            *self.soft_since.lock() = None;
+        }
+        true
+    }
+
+    /// Takes everything queued.
+    pub fn drain(&self) -> Vec<Bytes> {
+        let items: Vec<Bytes> = self.queue.lock().drain(..).collect();
+        let n: usize = items.iter().map(|b| b.len()).sum();
+        self.bytes.fetch_sub(n, Ordering::AcqRel);
+        items
+    }
+
+    pub fn pending_bytes(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+}
+
+/// The parts of a client that other tasks can see.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub created: Instant,
+    pub name: Mutex<Bytes>,
+    pub lib_name: Mutex<String>,
+    pub lib_ver: Mutex<String>,
+    pub db: AtomicUsize,
+    /// Monotonic ms of the last command.
+    pub last_active: AtomicU64,
+    pub last_cmd: Mutex<String>,
+    pub resp: AtomicU8,
+    pub subscriptions: AtomicUsize,
+    pub psubscriptions: AtomicUsize,
+    pub in_multi: AtomicBool,
+    pub blocked: AtomicBool,
+    killed: AtomicBool,
+    pub kill_notify: Notify,
+    pub outbox: Outbox,
+}
+
+impl ClientInfo {
+    pub fn new(id: u64, addr: String, laddr: String) -> Self {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            created: Instant::now(),
+            name: Mutex::new(Bytes::new()),
+            lib_name: Mutex::new(String::new()),
+            lib_ver: Mutex::new(String::new()),
+            db: AtomicUsize::new(0),
+            last_active: AtomicU64::new(crate::clock::mono_ms()),
+            last_cmd: Mutex::new("NULL".into()),
+            resp: AtomicU8::new(2),
+            subscriptions: AtomicUsize::new(0),
+            psubscriptions: AtomicUsize::new(0),
+            in_multi: AtomicBool::new(false),
+            blocked: AtomicBool::new(false),
+            killed: AtomicBool::new(false),
+            kill_notify: Notify::new(),
+            outbox: Outbox::default(),
+        }
+    }
+
+    /// Asks the connection to close (CLIENT KILL, output limit, shutdown).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
+        self.kill_notify.notify_one();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    /// One line of CLIENT LIST / CLIENT INFO, in Redis's field order.
+    pub fn describe(&self) -> String {
+        let now = crate::clock::mono_ms();
+        let idle = now.saturating_sub(self.last_active.load(Ordering::Relaxed)) / 1000;
+        let mut flags = String::new();
+        if self.in_multi.load(Ordering::Relaxed) {
+            flags.push('x');
+        }
+        if self.blocked.load(Ordering::Relaxed) {
+            flags.push('b');
+        }
+        if self.subscriptions.load(Ordering::Relaxed) + self.psubscriptions.load(Ordering::Relaxed) > 0 {
+            flags.push('P');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        format!(
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            String::from_utf8_lossy(&self.name.lock()),
+            self.created.elapsed().as_secs(),
+            idle,
+            flags,
+            self.db.load(Ordering::Relaxed),
+            self.subscriptions.load(Ordering::Relaxed),
+            self.psubscriptions.load(Ordering::Relaxed),
+            self.outbox.pending_bytes(),
+            self.last_cmd.lock(),
+            self.resp.load(Ordering::Relaxed),
+            self.lib_name.lock(),
+            self.lib_ver.lock(),
+        )
+    }
+}
+
+/// One WATCHed key: where, and whether it was live with a deadline when watched (so its expiry counts as a change).
+pub struct Watched {
+    pub db: usize,
+    pub key: CompactBytes,
+}
+
+/// State the connection task owns.
+pub struct ClientState {
+    pub info: Arc<ClientInfo>,
+    pub db: usize,
+    pub proto: Protocol,
+    pub authenticated: bool,
+    /// Commands queued since MULTI.
+    pub multi: Option<Vec<Vec<Bytes>>>,
+    /// A command failed to queue: EXEC will answer EXECABORT.
+    pub multi_error: bool,
+    pub watch_flag: Arc<WatchFlag>,
+    pub watched: Vec<Watched>,
+    pub channels: HashSet<Bytes>,
+    pub patterns: HashSet<Bytes>,
+    /// Close the connection once the current reply is written (QUIT).
+    pub close_after_reply: bool,
+    /// Replies that go out before the handler's return value (SUBSCRIBE answers once per channel).
+    pub extra_replies: Vec<ruvio_protocol::Value>,
+}
+
+impl ClientState {
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Self {
+        ClientState {
+            info,
+            db: 0,
+            proto: Protocol::Resp2,
+            authenticated,
+            multi: None,
+            multi_error: false,
+            watch_flag: Arc::new(WatchFlag::default()),
+            watched: Vec::new(),
+            channels: HashSet::new(),
+            patterns: HashSet::new(),
+            close_after_reply: false,
+            extra_replies: Vec::new(),
+        }
+    }
+
+    pub fn subscribed(&self) -> bool {
+        !self.channels.is_empty() || !self.patterns.is_empty()
+    }
+
+    pub fn id(&self) -> u64 {
+        self.info.id
+    }
+}

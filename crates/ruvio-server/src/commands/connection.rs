@@ -1,0 +1,357 @@
+//! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET, CLIENT.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use ruvio_protocol::{Protocol, Value};
+
+use super::flags::*;
+use super::{eq_ic, int_arg, CommandSpec, ERR_SYNTAX};
+use crate::context::Ctx;
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: (0, 0, 0), group: "connection", summary: $summary, handler: $handler, subcommands: &[] }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd!("ping", -1, FAST | SUBSCRIBED_OK | STALE, "Returns the server's liveliness response.", ping),
+    cmd!("echo", 2, FAST, "Returns the given string.", echo),
+    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE, "Handshakes with the Redis server.", hello),
+    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE, "Authenticates the connection.", auth),
+    cmd!("select", 2, FAST | LOADING | STALE, "Changes the selected database.", select),
+    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE, "Closes the connection.", quit),
+    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE, "Resets the connection.", reset),
+    CommandSpec {
+        name: "client",
+        arity: -2,
+        flags: 0,
+        keys: (0, 0, 0),
+        group: "connection",
+        summary: "A container for client connection commands.",
+        handler: super::server::container_help,
+        subcommands: CLIENT_SUBCOMMANDS,
+    },
+];
+
+static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("id", 2, FAST | LOADING | STALE, "Returns the unique client ID of the connection.", client_id),
+    cmd!("setname", 3, FAST | LOADING | STALE, "Sets the connection name.", client_setname),
+    cmd!("getname", 2, FAST | LOADING | STALE, "Returns the name of the connection.", client_getname),
+    cmd!("setinfo", 4, FAST | LOADING | STALE, "Sets information specific to the client or connection.", client_setinfo),
+    cmd!("info", 2, FAST | LOADING | STALE, "Returns information about the connection.", client_info),
+    cmd!("list", -2, ADMIN | LOADING | STALE, "Lists open connections.", client_list),
+    cmd!("kill", -3, ADMIN | LOADING | STALE, "Terminates open connections.", client_kill),
+    cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", client_help),
+    cmd!("no-evict", 3, ADMIN | LOADING | STALE, "Accepted for compatibility; Ruvio does not evict.", client_ok),
+    cmd!("no-touch", 3, LOADING | STALE, "Accepted for compatibility; Ruvio keeps no access times.", client_ok),
+    cmd!("maint_notifications", -3, LOADING | STALE, "Accepted for compatibility; Ruvio sends no maintenance notifications.", client_ok),
+];
+
+fn ping(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    if args.len() > 2 {
+        return super::wrong_arity("ping");
+    }
+    // RESP2 subscribers get PING as a pub/sub message, as in Redis.
+    if ctx.client.proto == Protocol::Resp2 && ctx.client.subscribed() {
+        let payload = args.get(1).cloned().unwrap_or_default();
+        return Value::Array(vec![Value::bulk(Bytes::from_static(b"pong")), Value::Bulk(payload)]);
+    }
+    match args.get(1) {
+        Some(m) => Value::Bulk(m.clone()),
+        None => Value::simple("PONG"),
+    }
+}
+
+fn echo(ctx: &mut Ctx) -> Value {
+    Value::Bulk(ctx.args[1].clone())
+}
+
+fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> Result<(), Value> {
+    let config = ctx.shared.config.read();
+    let ok = user == b"default"
+        && match &config.requirepass {
+            Some(p) => p.as_bytes() == pass,
+            None => true,
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(Value::error("WRONGPASS invalid username-password pair or user is disabled."))
+    }
+}
+
+fn auth(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let (user, pass) = match args.len() {
+        2 => {
+            if ctx.shared.config.read().requirepass.is_none() {
+                return Value::error(
+                    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+                );
+            }
+            (&b"default"[..], &args[1][..])
+        }
+        3 => (&args[1][..], &args[2][..]),
+        _ => return Value::error(ERR_SYNTAX),
+    };
+    match check_password(ctx, user, pass) {
+        Ok(()) => {
+            ctx.client.authenticated = true;
+            Value::ok()
+        }
+        Err(e) => e,
+    }
+}
+
+fn hello(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let mut proto = ctx.client.proto;
+    let mut i = 1;
+    if let Some(v) = args.get(1) {
+        match super::parse_i64(v) {
+            Some(2) => proto = Protocol::Resp2,
+            Some(3) => proto = Protocol::Resp3,
+            Some(_) => return Value::error("NOPROTO unsupported protocol version"),
+            None => return Value::error("ERR Protocol version is not an integer or out of range"),
+        }
+        i = 2;
+    }
+    let mut setname = None;
+    while i < args.len() {
+        if eq_ic(&args[i], "auth") && i + 2 < args.len() {
+            if let Err(e) = check_password(ctx, &args[i + 1], &args[i + 2]) {
+                return e;
+            }
+            ctx.client.authenticated = true;
+            i += 3;
+        } else if eq_ic(&args[i], "setname") && i + 1 < args.len() {
+            if let Err(e) = valid_name(&args[i + 1]) {
+                return e;
+            }
+            setname = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Value::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i])));
+        }
+    }
+    if !ctx.client.authenticated {
+        return Value::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+    }
+    if let Some(name) = setname {
+        *ctx.client.info.name.lock() = name;
+    }
+    ctx.client.proto = proto;
+    ctx.client.info.resp.store(if proto == Protocol::Resp3 { 3 } else { 2 }, Ordering::Relaxed);
+    let s = |v: &str| Value::bulk_str(v);
+    Value::Map(vec![
+        (s("server"), s("ruvio")),
+        (s("version"), s(crate::REDIS_COMPAT_VERSION)),
+        (s("proto"), Value::Integer(if proto == Protocol::Resp3 { 3 } else { 2 })),
+        (s("id"), Value::Integer(ctx.client.id() as i64)),
+        (s("mode"), s("standalone")),
+        (s("role"), s("master")),
+        (s("modules"), Value::Array(vec![])),
+        (s("ruvio_version"), s(crate::VERSION)),
+    ])
+}
+
+fn select(ctx: &mut Ctx) -> Value {
+    let n = match int_arg(&ctx.args[1]) {
+        Ok(n) => n,
+        Err(_) => return Value::error("ERR value is not an integer or out of range"),
+    };
+    let count = ctx.shared.config.read().databases as i64;
+    if n < 0 || n >= count {
+        return Value::error("ERR DB index is out of range");
+    }
+    ctx.client.db = n as usize;
+    ctx.client.info.db.store(n as usize, Ordering::Relaxed);
+    Value::ok()
+}
+
+fn quit(ctx: &mut Ctx) -> Value {
+    ctx.client.close_after_reply = true;
+    Value::ok()
+}
+
+fn reset(ctx: &mut Ctx) -> Value {
+    super::transactions::discard_state(ctx);
+    super::transactions::unwatch_ctx(ctx);
+    super::pubsub::unsubscribe_all(ctx.shared, ctx.client);
+    ctx.client.db = 0;
+    ctx.client.info.db.store(0, Ordering::Relaxed);
+    ctx.client.proto = Protocol::Resp2;
+    ctx.client.info.resp.store(2, Ordering::Relaxed);
+    *ctx.client.info.name.lock() = Bytes::new();
+    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
+    Value::simple("RESET")
+}
+
+fn valid_name(name: &[u8]) -> Result<(), Value> {
+    if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(Value::error("ERR Client names cannot contain spaces, newlines or special characters."));
+    }
+    Ok(())
+}
+
+fn client_id(ctx: &mut Ctx) -> Value {
+    Value::Integer(ctx.client.id() as i64)
+}
+
+fn client_setname(ctx: &mut Ctx) -> Value {
+    if let Err(e) = valid_name(&ctx.args[2]) {
+        return e;
+    }
+    *ctx.client.info.name.lock() = ctx.args[2].clone();
+    Value::ok()
+}
+
+fn client_getname(ctx: &mut Ctx) -> Value {
+    let name = ctx.client.info.name.lock().clone();
+    if name.is_empty() { Value::Nil } else { Value::Bulk(name) }
+}
+
+fn client_setinfo(ctx: &mut Ctx) -> Value {
+    let (attr, value) = (&ctx.args[2], &ctx.args[3]);
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Value::error(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr).to_ascii_lowercase()
+        ));
+    }
+    let text = String::from_utf8_lossy(value).into_owned();
+    if eq_ic(attr, "lib-name") {
+        *ctx.client.info.lib_name.lock() = text;
+    } else if eq_ic(attr, "lib-ver") {
+        *ctx.client.info.lib_ver.lock() = text;
+    } else {
+        return Value::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)));
+    }
+    Value::ok()
+}
+
+fn verbatim(text: String) -> Value {
+    Value::Verbatim { format: *b"txt", text: Bytes::from(text) }
+}
+
+fn client_info(ctx: &mut Ctx) -> Value {
+    verbatim(format!("{}\n", ctx.client.info.describe()))
+}
+
+fn client_list(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let mut ids: Option<Vec<u64>> = None;
+    if args.len() > 2 {
+        if eq_ic(&args[2], "id") && args.len() > 3 {
+            let mut v = Vec::new();
+            for a in &args[3..] {
+                match super::parse_i64(a) {
+                    Some(n) if n > 0 => v.push(n as u64),
+                    _ => return Value::error("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(v);
+        } else if eq_ic(&args[2], "type") && args.len() == 4 {
+            // Every Ruvio client is a normal client for now.
+        } else {
+            return Value::error(ERR_SYNTAX);
+        }
+    }
+    let mut clients: Vec<_> = ctx.shared.clients.lock().values().cloned().collect();
+    clients.sort_by_key(|c| c.id);
+    let mut out = String::new();
+    for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id))) {
+        out.push_str(&c.describe());
+        out.push('\n');
+    }
+    verbatim(out)
+}
+
+fn client_kill(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let clients: Vec<_> = ctx.shared.clients.lock().values().cloned().collect();
+    // Old form: CLIENT KILL addr:port
+    if args.len() == 3 {
+        let addr = String::from_utf8_lossy(&args[2]);
+        return match clients.iter().find(|c| c.addr == addr) {
+            Some(c) => {
+                c.kill();
+                if c.id == ctx.client.id() {
+                    ctx.client.close_after_reply = true;
+                }
+                Value::ok()
+            }
+            None => Value::error("ERR No such client"),
+        };
+    }
+    if args.len() % 2 != 0 {
+        return Value::error(ERR_SYNTAX);
+    }
+    let mut by_id = None;
+    let mut by_addr = None;
+    let mut by_laddr = None;
+    let mut skipme = true;
+    for pair in args[2..].chunks(2) {
+        let v = String::from_utf8_lossy(&pair[1]).into_owned();
+        match String::from_utf8_lossy(&pair[0]).to_ascii_lowercase().as_str() {
+            "id" => match v.parse::<u64>() {
+                Ok(n) if n > 0 => by_id = Some(n),
+                _ => return Value::error("ERR client-id should be greater than 0"),
+            },
+            "addr" => by_addr = Some(v),
+            "laddr" => by_laddr = Some(v),
+            "skipme" => match v.to_ascii_lowercase().as_str() {
+                "yes" => skipme = true,
+                "no" => skipme = false,
+                _ => return Value::error(ERR_SYNTAX),
+            },
+            "type" | "user" | "maxage" => {}
+            _ => return Value::error(ERR_SYNTAX),
+        }
+    }
+    let mut killed = 0;
+    for c in &clients {
+        if by_id.is_some_and(|id| id != c.id) || by_addr.as_ref().is_some_and(|a| a != &c.addr) || by_laddr.as_ref().is_some_and(|a| a != &c.laddr) {
+            continue;
+        }
+        if c.id == ctx.client.id() {
+            if skipme {
+                continue;
+            }
+            ctx.client.close_after_reply = true;
+        }
+        c.kill();
+        killed += 1;
+    }
+    Value::Integer(killed)
+}
+
+fn client_help(_ctx: &mut Ctx) -> Value {
+    let lines = [
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ID",
+        "    Return the ID of the current connection.",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "SETINFO <LIB-NAME|LIB-VER> <value>",
+        "    Set client library name or version.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
+        "    Return information about client connections.",
+        "KILL <ip:port> | KILL <option> <value> [<option> <value> [...]]",
+        "    Kill connections by ID, ADDR, LADDR; SKIPME YES|NO.",
+        "HELP",
+        "    Print this help.",
+    ];
+    Value::Array(lines.iter().map(|l| Value::simple(l)).collect::<Vec<_>>())
+}
+
+fn client_ok(_ctx: &mut Ctx) -> Value {
+    Value::ok()
+}

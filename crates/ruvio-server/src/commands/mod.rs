@@ -1,0 +1,297 @@
+//! The command table and dispatch.
+//!
+//! Every command is one [`CommandSpec`] in its family's `COMMANDS` list (connection.rs, keys.rs, strings.rs, ...).
+//! The table drives dispatch, arity errors, authentication and subscribed-mode rules, MULTI queueing, COMMAND
+//! output and which commands reach the write log. Adding a command means one entry plus its handler.
+
+pub mod connection;
+pub mod keys;
+pub mod locks;
+pub mod pubsub;
+pub mod server;
+pub mod strings;
+pub mod transactions;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use ruvio_protocol::Value;
+
+use crate::context::Ctx;
+
+/// Command flags, as in Redis's command metadata.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const ADMIN: u32 = 1 << 2;
+    pub const PUBSUB: u32 = 1 << 3;
+    pub const NOAUTH: u32 = 1 << 4;
+    pub const FAST: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    /// Allowed while the data set is loading.
+    pub const LOADING: u32 = 1 << 7;
+    /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
+    pub const NO_QUEUE: u32 = 1 << 8;
+    /// Allowed on a RESP2 connection in subscribed mode.
+    pub const SUBSCRIBED_OK: u32 = 1 << 9;
+    /// May grow memory.
+    pub const DENYOOM: u32 = 1 << 10;
+    /// Not allowed inside MULTI.
+    pub const NO_MULTI: u32 = 1 << 11;
+    pub const STALE: u32 = 1 << 12;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOAUTH, "no_auth"),
+        (FAST, "fast"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (NO_MULTI, "no_multi"),
+    ];
+}
+
+pub type Handler = fn(&mut Ctx) -> Value;
+
+/// One command: everything the server needs to know about it, in one place.
+pub struct CommandSpec {
+    /// Lower-case name (`get`, or for a subcommand the subcommand alone, e.g. `setname`).
+    pub name: &'static str,
+    /// Redis convention: N means exactly N arguments (name included), -N means at least N.
+    pub arity: i32,
+    pub flags: u32,
+    /// Key positions: first key, last key (negative counts from the end), step. 0,0,0 when there are no keys.
+    pub keys: (i32, i32, i32),
+    /// Command group as in COMMAND DOCS (`string`, `generic`, `connection`, ...).
+    pub group: &'static str,
+    pub summary: &'static str,
+    pub handler: Handler,
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        if self.arity >= 0 {
+            argc == self.arity as usize
+        } else {
+            argc >= (-self.arity) as usize
+        }
+    }
+
+    /// Indexes of the key arguments in `args`.
+    pub fn key_indexes(&self, argc: usize) -> Vec<usize> {
+        let (first, last, step) = self.keys;
+        if first <= 0 || step <= 0 {
+            return Vec::new();
+        }
+        let last = if last < 0 { argc as i32 + last } else { last };
+        (first..=last.min(argc as i32 - 1)).step_by(step as usize).map(|i| i as usize).collect()
+    }
+
+    pub fn find_subcommand(&self, name: &[u8]) -> Option<&'static CommandSpec> {
+        self.subcommands.iter().find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+/// Every command family; the one list the rest of the server reads.
+pub fn families() -> [&'static [CommandSpec]; 7] {
+    [
+        connection::COMMANDS,
+        keys::COMMANDS,
+        strings::COMMANDS,
+        transactions::COMMANDS,
+        pubsub::COMMANDS,
+        server::COMMANDS,
+        locks::COMMANDS,
+    ]
+}
+
+fn index() -> &'static HashMap<&'static [u8], &'static CommandSpec> {
+    static INDEX: OnceLock<HashMap<&'static [u8], &'static CommandSpec>> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut m = HashMap::new();
+        for fam in families() {
+            for spec in fam {
+                let dup = m.insert(spec.name.as_bytes(), spec);
+                assert!(dup.is_none(), "command {} defined twice", spec.name);
+            }
+        }
+        m
+    })
+}
+
+/// All top-level commands.
+pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
+    families().into_iter().flatten()
+}
+
+/// Finds a command by name, any case, without allocating.
+pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    let mut buf = [0u8; 32];
+    if name.len() > buf.len() {
+        return None;
+    }
+    let lower = &mut buf[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    index().get(&*lower).copied()
+}
+
+fn trim128(b: &[u8]) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(128)]).into_owned()
+}
+
+/// `ERR unknown command 'foo', with args beginning with: 'bar' `, exactly as Redis words it.
+pub fn unknown_command(args: &[Bytes]) -> Value {
+    let mut msg = format!("ERR unknown command '{}', with args beginning with: ", trim128(&args[0]));
+    for a in args[1..].iter() {
+        if msg.len() >= 128 {
+            break;
+        }
+        msg.push_str(&format!("'{}' ", trim128(a)));
+    }
+    Value::error(msg)
+}
+
+pub fn wrong_arity(name: &str) -> Value {
+    Value::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+pub fn unknown_subcommand(args: &[Bytes], parent: &str) -> Value {
+    Value::error(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        trim128(&args[1]),
+        parent.to_ascii_uppercase()
+    ))
+}
+
+/// Resolves the spec that will run `args`: the command, or its subcommand. Errors are replies.
+pub fn resolve(args: &[Bytes]) -> Result<(&'static CommandSpec, String), Value> {
+    let spec = lookup(&args[0]).ok_or_else(|| unknown_command(args))?;
+    if !spec.arity_ok(args.len()) {
+        return Err(wrong_arity(spec.name));
+    }
+    if spec.subcommands.is_empty() {
+        return Ok((spec, spec.name.to_string()));
+    }
+    let sub = spec.find_subcommand(&args[1]).ok_or_else(|| unknown_subcommand(args, spec.name))?;
+    let full = format!("{}|{}", spec.name, sub.name);
+    if !sub.arity_ok(args.len()) {
+        return Err(wrong_arity(&full));
+    }
+    Ok((sub, full))
+}
+
+// ----- argument helpers shared by the families -----
+
+pub const ERR_SYNTAX: &str = "ERR syntax error";
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    // Redis rejects leading '+', spaces and leading zeros; Rust's parser accepts '+', so guard for it.
+    if b.is_empty() || b.len() > 20 || b[0] == b'+' {
+        return None;
+    }
+    if b.len() > 1 && b[0] == b'0' {
+        return None;
+    }
+    if b.len() > 2 && b[0] == b'-' && b[1] == b'0' {
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+pub fn int_arg(b: &[u8]) -> Result<i64, Value> {
+    parse_i64(b).ok_or_else(|| Value::error(ERR_NOT_INTEGER))
+}
+
+pub fn float_arg(b: &[u8]) -> Result<f64, Value> {
+    parse_f64(b).ok_or_else(|| Value::error("ERR value is not a valid float"))
+}
+
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
+        return None;
+    }
+    let v: f64 = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => s.parse().ok()?,
+    };
+    (!v.is_nan()).then_some(v)
+}
+
+pub fn eq_ic(a: &[u8], b: &str) -> bool {
+    a.eq_ignore_ascii_case(b.as_bytes())
+}
+
+/// `Result<Value, Value>` lets handlers use `?` on argument errors.
+pub fn reply(r: Result<Value, Value>) -> Value {
+    r.unwrap_or_else(|e| e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_consistent() {
+        let mut n = 0;
+        for spec in all() {
+            n += 1;
+            assert_eq!(spec.name, spec.name.to_ascii_lowercase());
+            assert!(spec.arity != 0, "{}", spec.name);
+            assert!(!spec.summary.is_empty(), "{} has no summary", spec.name);
+            assert!(!(spec.has(flags::WRITE) && spec.has(flags::READONLY)), "{}", spec.name);
+            for sub in spec.subcommands {
+                assert!(!sub.summary.is_empty(), "{}|{}", spec.name, sub.name);
+            }
+        }
+        assert!(n > 50);
+        assert!(lookup(b"GeT").is_some());
+    }
+
+    #[test]
+    fn error_texts() {
+        let args = vec![Bytes::from("foo"), Bytes::from("bar")];
+        assert_eq!(unknown_command(&args), Value::error("ERR unknown command 'foo', with args beginning with: 'bar' "));
+        assert_eq!(parse_i64(b"+1"), None);
+        assert_eq!(parse_i64(b"007"), None);
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+    }
+}
+
+/// Runs a resolved command: the handler, then the write log and expiry follow-ups.
+pub fn call(ctx: &mut Ctx) -> Value {
+    let dirty_before = if ctx.spec.has(flags::WRITE) { ctx.store().dirty } else { 0 };
+    let reply = (ctx.spec.handler)(ctx);
+    if ctx.is_locked() {
+        let now = ctx.now;
+        let write = ctx.spec.has(flags::WRITE);
+        let db = ctx.client.db;
+        let args = ctx.args;
+        let propagate = std::mem::replace(&mut ctx.propagate, crate::context::Propagate::AsIs);
+        let store = ctx.store();
+        // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
+        store.settle_expired(now);
+        if write && store.dirty > dirty_before {
+            match propagate {
+                crate::context::Propagate::AsIs => store.log(db, args.to_vec()),
+                crate::context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),
+                crate::context::Propagate::Nothing => {}
+            }
+        }
+    }
+    reply
+}

@@ -1,0 +1,190 @@
+//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use ruvio_protocol::Value;
+
+use super::flags::*;
+use super::CommandSpec;
+use crate::client::ClientState;
+use crate::context::Ctx;
+use crate::pubsub::PubSub;
+use crate::shared::{Shared, Stats};
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: (0, 0, 0), group: "pubsub", summary: $summary, handler: $handler, subcommands: &[] }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd!("subscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Listens for messages published to channels.", subscribe),
+    cmd!("unsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Stops listening to messages posted to channels.", unsubscribe),
+    cmd!("psubscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Listens for messages published to channels that match one or more patterns.", psubscribe),
+    cmd!("punsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Stops listening to messages published to channels that match one or more patterns.", punsubscribe),
+    cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST, "Posts a message to a channel.", publish),
+    CommandSpec {
+        name: "pubsub",
+        arity: -2,
+        flags: 0,
+        keys: (0, 0, 0),
+        group: "pubsub",
+        summary: "A container for Pub/Sub commands.",
+        handler: super::server::container_help,
+        subcommands: PUBSUB_SUBCOMMANDS,
+    },
+];
+
+static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("channels", -2, PUBSUB | LOADING | STALE, "Returns the active channels.", pubsub_channels),
+    cmd!("numsub", -2, PUBSUB | LOADING | STALE, "Returns a count of subscribers to channels.", pubsub_numsub),
+    cmd!("numpat", 2, PUBSUB | LOADING | STALE, "Returns a count of unique pattern subscriptions.", pubsub_numpat),
+    cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", pubsub_help),
+];
+
+fn count(client: &ClientState) -> usize {
+    client.channels.len() + client.patterns.len()
+}
+
+fn update_counters(client: &ClientState) {
+    client.info.subscriptions.store(client.channels.len(), Ordering::Relaxed);
+    client.info.psubscriptions.store(client.patterns.len(), Ordering::Relaxed);
+}
+
+/// Sends every confirmation but the last through `extra_replies` and returns the last.
+fn replies(ctx: &mut Ctx, mut all: Vec<Value>) -> Value {
+    let last = all.pop().expect("at least one confirmation");
+    ctx.client.extra_replies.extend(all);
+    last
+}
+
+fn subscribe_generic(ctx: &mut Ctx, pattern: bool) -> Value {
+    let args = ctx.args;
+    let info = ctx.client.info.clone();
+    let mut out = Vec::new();
+    {
+        let mut ps = ctx.shared.pubsub.lock();
+        for name in &args[1..] {
+            if pattern {
+                ps.psubscribe(name.clone(), &info);
+                ctx.client.patterns.insert(name.clone());
+            } else {
+                ps.subscribe(name.clone(), &info);
+                ctx.client.channels.insert(name.clone());
+            }
+            out.push(PubSub::confirmation(if pattern { "psubscribe" } else { "subscribe" }, Some(name.clone()), count(ctx.client), ctx.client.proto));
+        }
+    }
+    update_counters(ctx.client);
+    replies(ctx, out)
+}
+
+fn unsubscribe_generic(ctx: &mut Ctx, pattern: bool) -> Value {
+    let args = ctx.args;
+    let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
+    let names: Vec<Bytes> = if args.len() > 1 {
+        args[1..].to_vec()
+    } else if pattern {
+        ctx.client.patterns.iter().cloned().collect()
+    } else {
+        ctx.client.channels.iter().cloned().collect()
+    };
+    let id = ctx.client.id();
+    let mut out = Vec::new();
+    {
+        let mut ps = ctx.shared.pubsub.lock();
+        for name in names {
+            if pattern {
+                ps.punsubscribe(&name, id);
+                ctx.client.patterns.remove(&name);
+            } else {
+                ps.unsubscribe(&name, id);
+                ctx.client.channels.remove(&name);
+            }
+            out.push(PubSub::confirmation(kind, Some(name), count(ctx.client), ctx.client.proto));
+        }
+    }
+    if out.is_empty() {
+        out.push(PubSub::confirmation(kind, None, count(ctx.client), ctx.client.proto));
+    }
+    update_counters(ctx.client);
+    replies(ctx, out)
+}
+
+fn subscribe(ctx: &mut Ctx) -> Value {
+    subscribe_generic(ctx, false)
+}
+fn psubscribe(ctx: &mut Ctx) -> Value {
+    subscribe_generic(ctx, true)
+}
+fn unsubscribe(ctx: &mut Ctx) -> Value {
+    unsubscribe_generic(ctx, false)
+}
+fn punsubscribe(ctx: &mut Ctx) -> Value {
+    unsubscribe_generic(ctx, true)
+}
+
+/// Drops every subscription of a client (RESET, disconnect).
+pub fn unsubscribe_all(shared: &Shared, client: &mut ClientState) {
+    if !client.subscribed() {
+        return;
+    }
+    let mut ps = shared.pubsub.lock();
+    for c in client.channels.drain() {
+        ps.unsubscribe(&c, client.info.id);
+    }
+    for p in client.patterns.drain() {
+        ps.punsubscribe(&p, client.info.id);
+    }
+    drop(ps);
+    update_counters(client);
+}
+
+fn publish(ctx: &mut Ctx) -> Value {
+    let limit = ctx.shared.config.read().output_pubsub;
+    let (delivered, dropped) = ctx.shared.pubsub.lock().publish(&ctx.args[1], &ctx.args[2], &limit);
+    if dropped > 0 {
+        Stats::add(&ctx.shared.stats.pubsub_disconnects, dropped);
+        tracing::warn!("disconnected {dropped} subscriber(s) over client-output-buffer-limit pubsub");
+    }
+    Value::Integer(delivered)
+}
+
+fn pubsub_channels(ctx: &mut Ctx) -> Value {
+    let pattern = ctx.args.get(2).map(|p| p.as_ref());
+    if ctx.args.len() > 3 {
+        return super::wrong_arity("pubsub|channels");
+    }
+    let chans = ctx.shared.pubsub.lock().channels(pattern);
+    Value::Array(chans.into_iter().map(Value::Bulk).collect())
+}
+
+fn pubsub_numsub(ctx: &mut Ctx) -> Value {
+    let ps = ctx.shared.pubsub.lock();
+    let mut out = Vec::new();
+    for c in &ctx.args[2..] {
+        out.push(Value::Bulk(c.clone()));
+        out.push(Value::Integer(ps.numsub(c) as i64));
+    }
+    Value::Array(out)
+}
+
+fn pubsub_numpat(ctx: &mut Ctx) -> Value {
+    Value::Integer(ctx.shared.pubsub.lock().numpat() as i64)
+}
+
+fn pubsub_help(_ctx: &mut Ctx) -> Value {
+    let lines = [
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding pattern subscriptions.",
+        "HELP",
+        "    Print this help.",
+    ];
+    Value::Array(lines.iter().map(|l| Value::simple(l)).collect::<Vec<_>>())
+}

@@ -1,0 +1,490 @@
+//! String commands: GET, SET and friends, counters, ranges.
+
+use bytes::Bytes;
+use ruvio_protocol::Value;
+
+use super::flags::*;
+use super::{eq_ic, float_arg, int_arg, parse_f64, parse_i64, reply, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
+use crate::clock;
+use crate::context::Ctx;
+use crate::keyspace::{CompactBytes, Data, Db, Entry};
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: $keys, group: "string", summary: $summary, handler: $handler, subcommands: &[] }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd!("get", 2, READONLY | FAST, (1, 1, 1), "Returns the string value of a key.", get),
+    cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", set),
+    cmd!("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "Set the string value of a key only when the key doesn't exist.", setnx),
+    cmd!("setex", 4, WRITE | DENYOOM, (1, 1, 1), "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", setex),
+    cmd!("psetex", 4, WRITE | DENYOOM, (1, 1, 1), "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", psetex),
+    cmd!("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "Returns the previous string value of a key after setting it to a new value.", getset),
+    cmd!("getdel", 2, WRITE | FAST, (1, 1, 1), "Returns the string value of a key after deleting the key.", getdel),
+    cmd!("getex", -2, WRITE | FAST, (1, 1, 1), "Returns the string value of a key after setting its expiration time.", getex),
+    cmd!("mget", -2, READONLY | FAST, (1, -1, 1), "Atomically returns the string values of one or more keys.", mget),
+    cmd!("mset", -3, WRITE | DENYOOM, (1, -1, 2), "Atomically creates or modifies the string values of one or more keys.", mset),
+    cmd!("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), "Atomically modifies the string values of one or more keys only when all keys don't exist.", msetnx),
+    cmd!("incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", incr),
+    cmd!("decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", decr),
+    cmd!("incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", incrby),
+    cmd!("decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", decrby),
+    cmd!("incrbyfloat", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", incrbyfloat),
+    cmd!("append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "Appends a string to the value of a key. Creates the key if it doesn't exist.", append),
+    cmd!("strlen", 2, READONLY | FAST, (1, 1, 1), "Returns the length of a string value.", strlen),
+    cmd!("getrange", 4, READONLY, (1, 1, 1), "Returns a substring of the string stored at a key.", getrange),
+    cmd!("substr", 4, READONLY, (1, 1, 1), "Returns a substring from a string value.", getrange),
+    cmd!("setrange", 4, WRITE | DENYOOM, (1, 1, 1), "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", setrange),
+];
+
+/// Largest string SETRANGE/APPEND may build (Redis's 512 MB).
+const MAX_STRING: usize = 512 * 1024 * 1024;
+
+/// The string at `key`: `Ok(None)` if missing, `Err(WRONGTYPE)` if the key holds a lock.
+pub fn read_str<'d>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d CompactBytes>, Value> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(Entry { data: Data::Str(s), .. }) => Ok(Some(s)),
+        Some(_) => Err(Value::error(ERR_WRONGTYPE)),
+    }
+}
+
+fn bulk(s: &CompactBytes) -> Value {
+    Value::Bulk(Bytes::copy_from_slice(s))
+}
+
+fn get(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    reply(read_str(ctx.db(), &args[1], now).map(|v| v.map_or(Value::Nil, bulk)))
+}
+
+/// A deadline given as an amount and unit: returns (monotonic deadline, wall-clock ms) or Redis's error.
+pub fn deadline(now: u64, amount: i64, millis: bool, absolute: bool, cmd: &str) -> Result<(u64, i64), Value> {
+    let invalid = || Value::error(format!("ERR invalid expire time in '{cmd}' command"));
+    if amount <= 0 && !absolute || amount < 0 {
+        return Err(invalid());
+    }
+    let ms = if millis { amount } else { amount.checked_mul(1000).ok_or_else(invalid)? };
+    if absolute {
+        if ms <= 0 {
+            return Err(invalid());
+        }
+        Ok((clock::wall_to_mono(ms), ms))
+    } else {
+        let wall = clock::wall_ms().checked_add(ms).ok_or_else(invalid)?;
+        Ok((now.saturating_add(ms as u64), wall))
+    }
+}
+
+fn wall_arg(ms: i64) -> Bytes {
+    Bytes::from(ms.to_string())
+}
+
+struct SetOptions {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    /// (monotonic deadline, wall ms)
+    expire: Option<(u64, i64)>,
+}
+
+fn parse_set_options(args: &[Bytes], now: u64) -> Result<SetOptions, Value> {
+    let mut o = SetOptions { nx: false, xx: false, get: false, keepttl: false, expire: None };
+    let mut i = 3;
+    let mut expire_seen = false;
+    while i < args.len() {
+        let a = &args[i];
+        let next = args.get(i + 1);
+        if eq_ic(a, "nx") && !o.xx {
+            o.nx = true;
+        } else if eq_ic(a, "xx") && !o.nx {
+            o.xx = true;
+        } else if eq_ic(a, "get") {
+            o.get = true;
+        } else if eq_ic(a, "keepttl") && !expire_seen {
+            o.keepttl = true;
+        } else if (eq_ic(a, "ex") || eq_ic(a, "px") || eq_ic(a, "exat") || eq_ic(a, "pxat")) && !expire_seen && !o.keepttl && next.is_some() {
+            let amount = int_arg(next.unwrap())?;
+            let millis = eq_ic(a, "px") || eq_ic(a, "pxat");
+            let absolute = eq_ic(a, "exat") || eq_ic(a, "pxat");
+            o.expire = Some(deadline(now, amount, millis, absolute, "set")?);
+            expire_seen = true;
+            i += 1;
+        } else {
+            return Err(Value::error(ERR_SYNTAX));
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+fn set(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let o = match parse_set_options(args, now) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let db = ctx.db();
+    let old = match db.get(&args[1], now) {
+        None => None,
+        Some(Entry { data: Data::Str(s), expire_at }) => Some((bulk(s), *expire_at)),
+        Some(_) if o.get => return Value::error(ERR_WRONGTYPE),
+        Some(e) => Some((Value::Nil, e.expire_at)),
+    };
+    let exists = old.is_some();
+    let skip = (o.nx && exists) || (o.xx && !exists);
+    let old_value = old.as_ref().map_or(Value::Nil, |(v, _)| v.clone());
+    if skip {
+        return if o.get { old_value } else { Value::Nil };
+    }
+    let expire_at = match (o.expire, o.keepttl) {
+        (Some((mono, _)), _) => mono,
+        (None, true) => old.as_ref().map_or(0, |(_, e)| *e),
+        (None, false) => 0,
+    };
+    db.insert(&args[1], Entry { data: Data::Str(CompactBytes::new(&args[2])), expire_at });
+    ctx.store().dirty += 1;
+    if let Some((_, wall)) = o.expire {
+        ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone(), Bytes::from_static(b"PXAT"), wall_arg(wall)]);
+    } else {
+        let mut rec = vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone()];
+        if o.keepttl {
+            rec.push(Bytes::from_static(b"KEEPTTL"));
+        }
+        ctx.propagate_as(rec);
+    }
+    if o.get { old_value } else { Value::ok() }
+}
+
+fn setnx(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let db = ctx.db();
+    if db.exists(&args[1], now) {
+        return Value::Integer(0);
+    }
+    db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(&args[2]))));
+    ctx.store().dirty += 1;
+    Value::Integer(1)
+}
+
+fn set_with_ttl(ctx: &mut Ctx, millis: bool, name: &str) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let amount = match int_arg(&args[2]) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
+    let (mono, wall) = match deadline(now, amount, millis, false, name) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    ctx.db().insert(&args[1], Entry { data: Data::Str(CompactBytes::new(&args[3])), expire_at: mono });
+    ctx.store().dirty += 1;
+    ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), args[3].clone(), Bytes::from_static(b"PXAT"), wall_arg(wall)]);
+    Value::ok()
+}
+
+fn setex(ctx: &mut Ctx) -> Value {
+    set_with_ttl(ctx, false, "setex")
+}
+
+fn psetex(ctx: &mut Ctx) -> Value {
+    set_with_ttl(ctx, true, "psetex")
+}
+
+fn getset(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let db = ctx.db();
+    let old = match read_str(db, &args[1], now) {
+        Ok(v) => v.map_or(Value::Nil, bulk),
+        Err(e) => return e,
+    };
+    db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(&args[2]))));
+    ctx.store().dirty += 1;
+    ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone()]);
+    old
+}
+
+fn getdel(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let db = ctx.db();
+    let old = match read_str(db, &args[1], now) {
+        Ok(Some(v)) => bulk(v),
+        Ok(None) => return Value::Nil,
+        Err(e) => return e,
+    };
+    db.remove(&args[1], now);
+    ctx.store().dirty += 1;
+    ctx.propagate_as(vec![Bytes::from_static(b"DEL"), args[1].clone()]);
+    old
+}
+
+fn getex(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let mut expire: Option<(u64, i64)> = None;
+    let mut persist = false;
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        if eq_ic(a, "persist") && expire.is_none() && !persist {
+            persist = true;
+            i += 1;
+        } else if (eq_ic(a, "ex") || eq_ic(a, "px") || eq_ic(a, "exat") || eq_ic(a, "pxat")) && expire.is_none() && !persist && i + 1 < args.len() {
+            let amount = match int_arg(&args[i + 1]) {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            let millis = eq_ic(a, "px") || eq_ic(a, "pxat");
+            let absolute = eq_ic(a, "exat") || eq_ic(a, "pxat");
+            match deadline(now, amount, millis, absolute, "getex") {
+                Ok(d) => expire = Some(d),
+                Err(e) => return e,
+            }
+            i += 2;
+        } else {
+            return Value::error(ERR_SYNTAX);
+        }
+    }
+    let db = ctx.db();
+    let value = match read_str(db, &args[1], now) {
+        Ok(Some(v)) => bulk(v),
+        Ok(None) => return Value::Nil,
+        Err(e) => return e,
+    };
+    if let Some((mono, wall)) = expire {
+        db.set_expire(&args[1], mono, now);
+        ctx.store().dirty += 1;
+        ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), args[1].clone(), wall_arg(wall)]);
+    } else if persist {
+        if db.peek(&args[1]).is_some_and(|e| e.expire_at != 0) {
+            db.set_expire(&args[1], 0, now);
+            ctx.store().dirty += 1;
+            ctx.propagate_as(vec![Bytes::from_static(b"PERSIST"), args[1].clone()]);
+        }
+    }
+    value
+}
+
+fn mget(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let db = ctx.db();
+    Value::Array(
+        args[1..]
+            .iter()
+            .map(|k| match db.get(k, now) {
+                Some(Entry { data: Data::Str(s), .. }) => bulk(s),
+                _ => Value::Nil,
+            })
+            .collect(),
+    )
+}
+
+fn mset(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    if args.len() % 2 == 0 {
+        return super::wrong_arity("mset");
+    }
+    let db = ctx.db();
+    for pair in args[1..].chunks(2) {
+        db.insert(&pair[0], Entry::new(Data::Str(CompactBytes::new(&pair[1]))));
+    }
+    ctx.store().dirty += 1;
+    Value::ok()
+}
+
+fn msetnx(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    if args.len() % 2 == 0 {
+        return super::wrong_arity("msetnx");
+    }
+    let db = ctx.db();
+    if args[1..].chunks(2).any(|p| db.exists(&p[0], now)) {
+        return Value::Integer(0);
+    }
+    for pair in args[1..].chunks(2) {
+        db.insert(&pair[0], Entry::new(Data::Str(CompactBytes::new(&pair[1]))));
+    }
+    ctx.store().dirty += 1;
+    Value::Integer(1)
+}
+
+fn incr_by(ctx: &mut Ctx, delta: i64) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let db = ctx.db();
+    let current = match read_str(db, &args[1], now) {
+        Ok(Some(s)) => match parse_i64(s) {
+            Some(n) => n,
+            None => return Value::error(ERR_NOT_INTEGER),
+        },
+        Ok(None) => 0,
+        Err(e) => return e,
+    };
+    let Some(next) = current.checked_add(delta) else {
+        return Value::error("ERR increment or decrement would overflow");
+    };
+    let text = itoa::Buffer::new().format(next).as_bytes().to_vec();
+    match db.get_mut(&args[1], now) {
+        Some(Data::Str(s)) => *s = CompactBytes::from_vec(text),
+        _ => {
+            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::from_vec(text))));
+        }
+    }
+    ctx.store().dirty += 1;
+    Value::Integer(next)
+}
+
+fn incr(ctx: &mut Ctx) -> Value {
+    incr_by(ctx, 1)
+}
+
+fn decr(ctx: &mut Ctx) -> Value {
+    incr_by(ctx, -1)
+}
+
+fn incrby(ctx: &mut Ctx) -> Value {
+    match int_arg(&ctx.args[2]) {
+        Ok(d) => incr_by(ctx, d),
+        Err(e) => e,
+    }
+}
+
+fn decrby(ctx: &mut Ctx) -> Value {
+    match int_arg(&ctx.args[2]) {
+        Ok(d) if d == i64::MIN => Value::error("ERR decrement would overflow"),
+        Ok(d) => incr_by(ctx, -d),
+        Err(e) => e,
+    }
+}
+
+/// Formats a float as INCRBYFLOAT does: up to 17 significant digits, no exponent, no trailing zeros.
+fn format_float(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e17 {
+        return format!("{}", v as i64);
+    }
+    let s = format!("{:.17}", v);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    // Round-trip to the shortest exact form when it is shorter.
+    let short = format!("{}", v);
+    if !short.contains('e') && short.len() < s.len() { short } else { s.to_string() }
+}
+
+fn incrbyfloat(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let delta = match float_arg(&args[2]) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let db = ctx.db();
+    let current = match read_str(db, &args[1], now) {
+        Ok(Some(s)) => match parse_f64(s) {
+            Some(n) => n,
+            None => return Value::error("ERR value is not a valid float"),
+        },
+        Ok(None) => 0.0,
+        Err(e) => return e,
+    };
+    let next = current + delta;
+    if next.is_nan() || next.is_infinite() {
+        return Value::error("ERR increment would produce NaN or Infinity");
+    }
+    let text = format_float(next);
+    match db.get_mut(&args[1], now) {
+        Some(Data::Str(s)) => *s = CompactBytes::new(text.as_bytes()),
+        _ => {
+            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(text.as_bytes()))));
+        }
+    }
+    ctx.store().dirty += 1;
+    // Replayed as SET so float rounding cannot differ on another machine.
+    ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), Bytes::from(text.clone()), Bytes::from_static(b"KEEPTTL")]);
+    Value::Bulk(Bytes::from(text))
+}
+
+fn append(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let db = ctx.db();
+    let mut value = match read_str(db, &args[1], now) {
+        Ok(Some(s)) => s.to_vec(),
+        Ok(None) => Vec::new(),
+        Err(e) => return e,
+    };
+    if value.len() + args[2].len() > MAX_STRING {
+        return Value::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    value.extend_from_slice(&args[2]);
+    let len = value.len() as i64;
+    match db.get_mut(&args[1], now) {
+        Some(Data::Str(s)) => *s = CompactBytes::from_vec(value),
+        _ => {
+            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::from_vec(value))));
+        }
+    }
+    ctx.store().dirty += 1;
+    Value::Integer(len)
+}
+
+fn strlen(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    reply(read_str(ctx.db(), &args[1], now).map(|v| Value::Integer(v.map_or(0, |s| s.len() as i64))))
+}
+
+fn getrange(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let (start, end) = match (int_arg(&args[2]), int_arg(&args[3])) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let s = match read_str(ctx.db(), &args[1], now) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Value::bulk(Bytes::new()),
+        Err(e) => return e,
+    };
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Value::bulk(Bytes::new());
+    }
+    let mut start = if start < 0 { len + start } else { start }.max(0);
+    let end = if end < 0 { len + end } else { end }.max(0).min(len - 1);
+    if start > end || len == 0 {
+        return Value::bulk(Bytes::new());
+    }
+    start = start.min(len);
+    Value::Bulk(Bytes::copy_from_slice(&s[start as usize..=end as usize]))
+}
+
+fn setrange(ctx: &mut Ctx) -> Value {
+    let (args, now) = (ctx.args, ctx.now);
+    let offset = match int_arg(&args[2]) {
+        Ok(o) if o >= 0 => o as usize,
+        Ok(_) => return Value::error("ERR offset is out of range"),
+        Err(e) => return e,
+    };
+    let patch = &args[3];
+    let db = ctx.db();
+    let mut value = match read_str(db, &args[1], now) {
+        Ok(Some(s)) => s.to_vec(),
+        Ok(None) => Vec::new(),
+        Err(e) => return e,
+    };
+    if patch.is_empty() {
+        return Value::Integer(value.len() as i64);
+    }
+    if offset.saturating_add(patch.len()) > MAX_STRING {
+        return Value::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    }
+    if value.len() < offset + patch.len() {
+        value.resize(offset + patch.len(), 0);
+    }
+    value[offset..offset + patch.len()].copy_from_slice(patch);
+    let len = value.len() as i64;
+    match db.get_mut(&args[1], now) {
+        Some(Data::Str(s)) => *s = CompactBytes::from_vec(value),
+        _ => {
+            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::from_vec(value))));
+        }
+    }
+    ctx.store().dirty += 1;
+    Value::Integer(len)
+}

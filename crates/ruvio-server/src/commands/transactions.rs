@@ -1,0 +1,149 @@
+//! MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+//!
+//! EXEC runs the queued commands under the store lock it already holds, so nothing interleaves with them. WATCH
+//! registers a flag on each key; any write to the key (by any client, or its expiry) sets it, and EXEC then aborts.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ruvio_protocol::Value;
+
+use super::flags::*;
+use super::CommandSpec;
+use crate::client::{ClientState, Watched};
+use crate::context::Ctx;
+use crate::keyspace::{CompactBytes, WatchFlag};
+use crate::shared::Shared;
+use crate::store::Store;
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: $keys, group: "transactions", summary: $summary, handler: $handler, subcommands: &[] }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE, (0, 0, 0), "Starts a transaction.", multi),
+    cmd!("exec", 1, LOADING | STALE | NO_QUEUE, (0, 0, 0), "Executes all commands in a transaction.", exec),
+    cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE, (0, 0, 0), "Discards a transaction.", discard),
+    cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
+    cmd!("unwatch", 1, FAST | LOADING | STALE, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
+];
+
+fn multi(ctx: &mut Ctx) -> Value {
+    if ctx.client.multi.is_some() {
+        return Value::error("ERR MULTI calls can not be nested");
+    }
+    ctx.client.multi = Some(Vec::new());
+    ctx.client.multi_error = false;
+    ctx.client.info.in_multi.store(true, Ordering::Relaxed);
+    Value::ok()
+}
+
+/// Leaves MULTI state, dropping the queue.
+pub fn discard_state(ctx: &mut Ctx) {
+    ctx.client.multi = None;
+    ctx.client.multi_error = false;
+    ctx.client.info.in_multi.store(false, Ordering::Relaxed);
+}
+
+fn discard(ctx: &mut Ctx) -> Value {
+    if ctx.client.multi.is_none() {
+        return Value::error("ERR DISCARD without MULTI");
+    }
+    discard_state(ctx);
+    unwatch_ctx(ctx);
+    Value::ok()
+}
+
+fn exec(ctx: &mut Ctx) -> Value {
+    let Some(queue) = ctx.client.multi.take() else { return Value::error("ERR EXEC without MULTI") };
+    let failed = ctx.client.multi_error;
+    discard_state(ctx);
+    if failed {
+        unwatch_ctx(ctx);
+        return Value::error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    // Take the lock before checking the watches so no write can slip in between the check and the commands.
+    let now = ctx.now;
+    let watched_expired = {
+        let watched: Vec<(usize, CompactBytes)> = ctx.client.watched.iter().map(|w| (w.db, w.key.clone())).collect();
+        let store = ctx.store();
+        watched.iter().any(|(db, k)| store.dbs[*db].peek(k).is_some_and(|e| e.is_expired(now)))
+    };
+    let dirty = ctx.client.watch_flag.is_dirty() || watched_expired;
+    unwatch_ctx(ctx);
+    if dirty {
+        return Value::NilArray;
+    }
+    let mut replies = Vec::with_capacity(queue.len());
+    let log_start = ctx.store().log.len();
+    for args in &queue {
+        let reply = match super::resolve(args) {
+            Ok((spec, _)) => {
+                let mut sub = ctx.nested(args, spec);
+                super::call(&mut sub)
+            }
+            Err(e) => e,
+        };
+        replies.push(reply);
+    }
+    // The transaction's writes are already in the log, in order; wrap them so a replay applies all or none.
+    let db = ctx.client.db;
+    let store = ctx.store();
+    if store.log.len() > log_start + 1 {
+        let first_db = store.log[log_start].db;
+        store.log.insert(log_start, crate::store::LogRecord { db: first_db, args: vec![bytes::Bytes::from_static(b"MULTI")] });
+        store.log(db, vec![bytes::Bytes::from_static(b"EXEC")]);
+    }
+    ctx.propagate_nothing();
+    Value::Array(replies)
+}
+
+fn watch(ctx: &mut Ctx) -> Value {
+    if ctx.client.multi.is_some() {
+        return Value::error("ERR WATCH inside MULTI is not allowed");
+    }
+    let (args, db) = (ctx.args, ctx.client.db);
+    let flag: Arc<WatchFlag> = ctx.client.watch_flag.clone();
+    let store = ctx.store();
+    let mut added = Vec::new();
+    for k in &args[1..] {
+        store.dbs[db].watch(k, flag.clone());
+        added.push(Watched { db, key: CompactBytes::new(k) });
+    }
+    ctx.client.watched.extend(added);
+    Value::ok()
+}
+
+fn unwatch(ctx: &mut Ctx) -> Value {
+    unwatch_ctx(ctx);
+    Value::ok()
+}
+
+/// Drops every WATCH of `client` and gives it a fresh flag.
+pub fn unwatch_in(store: &mut Store, client: &mut ClientState) {
+    for w in std::mem::take(&mut client.watched) {
+        store.dbs[w.db].unwatch(&w.key, &client.watch_flag);
+    }
+    client.watch_flag = Arc::new(WatchFlag::default());
+}
+
+/// [`unwatch_in`] from inside a command, with the store lock the command holds (or takes).
+pub fn unwatch_ctx(ctx: &mut Ctx) {
+    let mut client_watched = std::mem::take(&mut ctx.client.watched);
+    let flag = ctx.client.watch_flag.clone();
+    let store = ctx.store();
+    for w in client_watched.drain(..) {
+        store.dbs[w.db].unwatch(&w.key, &flag);
+    }
+    ctx.client.watch_flag = Arc::new(WatchFlag::default());
+}
+
+/// [`unwatch_in`] from outside any command (the connection closing).
+pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
+    if client.watched.is_empty() {
+        return;
+    }
+    unwatch_in(&mut shared.store.lock(), client);
+}

@@ -1,0 +1,253 @@
+//! Configuration: the same names as redis.conf wherever the concept is the same. One parameter table serves the
+//! config file, command-line flags (`--name value`), CONFIG GET and CONFIG SET.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("unknown configuration parameter '{0}'")]
+    Unknown(String),
+    #[error("invalid value for '{name}': {reason}")]
+    Invalid { name: String, reason: String },
+    #[error("'{0}' can only be set at start-up")]
+    Immutable(String),
+    #[error("reading config file {path}: {err}")]
+    Io { path: String, err: std::io::Error },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppendFsync {
+    Always,
+    EverySec,
+    No,
+}
+
+/// `client-output-buffer-limit` for one class: hard limit, soft limit, soft seconds (bytes; 0 = none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub bind: Vec<String>,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub requirepass: Option<String>,
+    pub databases: usize,
+    pub maxclients: usize,
+    pub timeout: u64,
+    pub tcp_keepalive: u64,
+    pub proto_max_bulk_len: u64,
+    pub client_query_buffer_limit: u64,
+    pub protected_mode: bool,
+    pub loglevel: String,
+    pub appendonly: bool,
+    pub appendfsync: AppendFsync,
+    pub appendfilename: String,
+    pub auto_aof_rewrite_percentage: u64,
+    pub auto_aof_rewrite_min_size: u64,
+    pub aof_load_truncated: bool,
+    pub save: String,
+    pub output_normal: OutputLimit,
+    pub output_replica: OutputLimit,
+    pub output_pubsub: OutputLimit,
+    pub hz: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            dir: PathBuf::from("./ruvio-data"),
+            requirepass: None,
+            databases: 16,
+            maxclients: 10000,
+            timeout: 0,
+            tcp_keepalive: 300,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1024 * 1024 * 1024,
+            protected_mode: true,
+            loglevel: "notice".into(),
+            appendonly: true,
+            appendfsync: AppendFsync::EverySec,
+            appendfilename: "appendonly.aof".into(),
+            auto_aof_rewrite_percentage: 100,
+            auto_aof_rewrite_min_size: 64 * 1024 * 1024,
+            aof_load_truncated: true,
+            save: String::new(),
+            output_normal: OutputLimit { hard: 0, soft: 0, soft_seconds: 0 },
+            output_replica: OutputLimit { hard: 256 << 20, soft: 64 << 20, soft_seconds: 60 },
+            output_pubsub: OutputLimit { hard: 32 << 20, soft: 8 << 20, soft_seconds: 60 },
+            hz: 10,
+        }
+    }
+}
+
+/// Parses Redis memory units: `100`, `1k` (1000), `1kb` (1024), `5mb`, `1gb`.
+pub fn parse_memory(v: &str) -> Option<u64> {
+    let v = v.trim().to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: u64 = num.parse().ok()?;
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v.to_ascii_lowercase().as_str() {
+        "yes" => Some(true),
+        "no" => Some(false),
+        _ => None,
+    }
+}
+
+fn yes_no(b: bool) -> String {
+    if b { "yes".into() } else { "no".into() }
+}
+
+type Getter = fn(&Config) -> String;
+type Setter = fn(&mut Config, &str) -> Result<(), String>;
+
+/// One configuration parameter: its name, how to read and write it, and whether CONFIG SET may change it.
+pub struct Param {
+    pub name: &'static str,
+    pub get: Getter,
+    pub set: Setter,
+    pub mutable: bool,
+}
+
+fn num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
+    v.trim().parse().map_err(|_| format!("argument couldn't be parsed into an integer"))
+}
+
+fn mem(v: &str) -> Result<u64, String> {
+    parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())
+}
+
+fn boolean(v: &str) -> Result<bool, String> {
+    parse_bool(v).ok_or_else(|| "argument must be 'yes' or 'no'".to_string())
+}
+
+fn format_output_limits(c: &Config) -> String {
+    let f = |n: &str, l: &OutputLimit| format!("{n} {} {} {}", l.hard, l.soft, l.soft_seconds);
+    format!("{} {} {}", f("normal", &c.output_normal), f("slave", &c.output_replica), f("pubsub", &c.output_pubsub))
+}
+
+fn set_output_limits(c: &mut Config, v: &str) -> Result<(), String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    if words.is_empty() || words.len() % 4 != 0 {
+        return Err("wrong number of arguments".into());
+    }
+    for chunk in words.chunks(4) {
+        let limit = OutputLimit { hard: mem(chunk[1])?, soft: mem(chunk[2])?, soft_seconds: num(chunk[3])? };
+        match chunk[0].to_ascii_lowercase().as_str() {
+            "normal" => c.output_normal = limit,
+            "replica" | "slave" => c.output_replica = limit,
+            "pubsub" => c.output_pubsub = limit,
+            other => return Err(format!("unknown client class '{other}'")),
+        }
+    }
+    Ok(())
+}
+
+/// Every parameter Ruvio knows.
+pub static PARAMS: &[Param] = &[
+    Param { name: "bind", get: |c| c.bind.join(" "), set: |c, v| { c.bind = v.split_whitespace().map(String::from).collect(); Ok(()) }, mutable: false },
+    Param { name: "port", get: |c| c.port.to_string(), set: |c, v| { c.port = num(v)?; Ok(()) }, mutable: false },
+    Param { name: "dir", get: |c| c.dir.display().to_string(), set: |c, v| { c.dir = PathBuf::from(v); Ok(()) }, mutable: false },
+    Param { name: "requirepass", get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| { c.requirepass = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
+    Param { name: "databases", get: |c| c.databases.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 1024 { return Err("argument must be between 1 and 1024".into()) } c.databases = n; Ok(()) }, mutable: false },
+    Param { name: "maxclients", get: |c| c.maxclients.to_string(), set: |c, v| { c.maxclients = num(v)?; Ok(()) }, mutable: true },
+    Param { name: "timeout", get: |c| c.timeout.to_string(), set: |c, v| { c.timeout = num(v)?; Ok(()) }, mutable: true },
+    Param { name: "tcp-keepalive", get: |c| c.tcp_keepalive.to_string(), set: |c, v| { c.tcp_keepalive = num(v)?; Ok(()) }, mutable: true },
+    Param { name: "proto-max-bulk-len", get: |c| c.proto_max_bulk_len.to_string(), set: |c, v| { let n = mem(v)?; if n < 1024 * 1024 { return Err("argument must be a memory value bigger than 1mb".into()) } c.proto_max_bulk_len = n; Ok(()) }, mutable: true },
+    Param { name: "client-query-buffer-limit", get: |c| c.client_query_buffer_limit.to_string(), set: |c, v| { let n = mem(v)?; if n < 1024 * 1024 { return Err("argument must be a memory value bigger than 1mb".into()) } c.client_query_buffer_limit = n; Ok(()) }, mutable: true },
+    Param { name: "protected-mode", get: |c| yes_no(c.protected_mode), set: |c, v| { c.protected_mode = boolean(v)?; Ok(()) }, mutable: true },
+    Param { name: "loglevel", get: |c| c.loglevel.clone(), set: |c, v| { let l = v.to_ascii_lowercase(); if !["debug", "verbose", "notice", "warning", "nothing"].contains(&l.as_str()) { return Err("argument must be one of debug, verbose, notice, warning, nothing".into()) } c.loglevel = l; Ok(()) }, mutable: true },
+    Param { name: "appendonly", get: |c| yes_no(c.appendonly), set: |c, v| { c.appendonly = boolean(v)?; Ok(()) }, mutable: false },
+    Param { name: "appendfsync", get: |c| match c.appendfsync { AppendFsync::Always => "always", AppendFsync::EverySec => "everysec", AppendFsync::No => "no" }.into(), set: |c, v| { c.appendfsync = match v.to_ascii_lowercase().as_str() { "always" => AppendFsync::Always, "everysec" => AppendFsync::EverySec, "no" => AppendFsync::No, _ => return Err("argument must be one of always, everysec, no".into()) }; Ok(()) }, mutable: true },
+    Param { name: "appendfilename", get: |c| c.appendfilename.clone(), set: |c, v| { c.appendfilename = v.to_string(); Ok(()) }, mutable: false },
+    Param { name: "auto-aof-rewrite-percentage", get: |c| c.auto_aof_rewrite_percentage.to_string(), set: |c, v| { c.auto_aof_rewrite_percentage = num(v)?; Ok(()) }, mutable: true },
+    Param { name: "auto-aof-rewrite-min-size", get: |c| c.auto_aof_rewrite_min_size.to_string(), set: |c, v| { c.auto_aof_rewrite_min_size = mem(v)?; Ok(()) }, mutable: true },
+    Param { name: "aof-load-truncated", get: |c| yes_no(c.aof_load_truncated), set: |c, v| { c.aof_load_truncated = boolean(v)?; Ok(()) }, mutable: true },
+    Param { name: "save", get: |c| c.save.clone(), set: |c, v| { c.save = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "client-output-buffer-limit", get: format_output_limits, set: set_output_limits, mutable: true },
+    Param { name: "hz", get: |c| c.hz.to_string(), set: |c, v| { let n: u64 = num(v)?; c.hz = n.clamp(1, 500); Ok(()) }, mutable: true },
+    // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
+    Param { name: "replica-read-only", get: |_| "yes".into(), set: |_, _| Ok(()), mutable: true },
+    Param { name: "maxmemory", get: |_| "0".into(), set: |_, v| if v.trim() == "0" { Ok(()) } else { Err("Ruvio has no maxmemory eviction; only 0 is accepted".into()) }, mutable: true },
+    Param { name: "daemonize", get: |_| "no".into(), set: |_, v| if v.eq_ignore_ascii_case("no") { Ok(()) } else { Err("Ruvio does not daemonize; run it under a supervisor".into()) }, mutable: false },
+];
+
+pub fn find_param(name: &str) -> Option<&'static Param> {
+    let lname = name.to_ascii_lowercase();
+    let lname = match lname.as_str() {
+        "slave-read-only" => "replica-read-only",
+        other => other,
+    };
+    PARAMS.iter().find(|p| p.name == lname)
+}
+
+impl Config {
+    /// Applies one `name value` directive (from a file, a flag or CONFIG SET).
+    pub fn apply(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let p = find_param(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+        (p.set)(self, value).map_err(|reason| ConfigError::Invalid { name: name.to_string(), reason })
+    }
+
+    /// Reads a redis.conf-style file: one `name value...` per line, `#` comments, quoted values allowed.
+    pub fn load_file(&mut self, path: &std::path::Path) -> Result<(), ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Io { path: path.display().to_string(), err })?;
+        for (n, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+            let value = rest.trim();
+            let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
+            self.apply(name, value).map_err(|e| match e {
+                ConfigError::Unknown(n2) => ConfigError::Invalid {
+                    name: n2,
+                    reason: format!("unknown configuration parameter at {}:{}", path.display(), n + 1),
+                },
+                other => other,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_and_params() {
+        assert_eq!(parse_memory("1kb"), Some(1024));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("512mb"), Some(512 << 20));
+        let mut c = Config::default();
+        c.apply("client-output-buffer-limit", "pubsub 1mb 512kb 0").unwrap();
+        assert_eq!(c.output_pubsub.hard, 1 << 20);
+        assert!(c.apply("no-such-thing", "1").is_err());
+        assert!(c.apply("appendfsync", "sometimes").is_err());
+        c.apply("APPENDFSYNC", "always").unwrap();
+        assert_eq!(c.appendfsync, AppendFsync::Always);
+    }
+}

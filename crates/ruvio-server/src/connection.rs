@@ -1,0 +1,306 @@
+//! One client connection: read, parse, run, reply.
+//!
+//! Replies to everything that arrived in one read are encoded into one buffer and leave in one write. Consecutive
+//! commands of a batch share one acquisition of the store lock. The read side stops while replies are being
+//! written, so a client that does not read its replies cannot make the server buffer without bound.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::MutexGuard;
+use ruvio_protocol::{encode, ProtocolError, RequestLimits, RequestParser, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::client::{ClientInfo, ClientState};
+use crate::commands::{self, flags};
+use crate::context::{Block, Ctx};
+use crate::shared::{Shared, Stats};
+use crate::store::Store;
+
+/// Before AUTH (when a password is set): at most this many arguments and this long a bulk, and this much buffered.
+const UNAUTH_LIMITS: RequestLimits = RequestLimits { max_bulk_len: 16 * 1024, max_args: 10 };
+const UNAUTH_QUERY_BUFFER: usize = 1024 * 1024;
+/// Commands run under one store-lock acquisition before the lock is released for others.
+const BATCH_UNDER_LOCK: usize = 128;
+/// Replies buffered before they are written out even though more commands are waiting.
+const FLUSH_AT: usize = 64 * 1024;
+
+pub struct Connection {
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    inbuf: BytesMut,
+    outbuf: BytesMut,
+    parser: RequestParser,
+    state: ClientState,
+}
+
+enum Step {
+    Continue,
+    Close,
+}
+
+impl Connection {
+    pub fn new(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>) -> Self {
+        let authenticated = shared.config.read().requirepass.is_none();
+        Connection {
+            shared,
+            stream,
+            inbuf: BytesMut::with_capacity(16 * 1024),
+            outbuf: BytesMut::with_capacity(16 * 1024),
+            parser: RequestParser::new(),
+            state: ClientState::new(info, authenticated),
+        }
+    }
+
+    /// Serves the client until it leaves, is killed, or the server shuts down; then cleans up after it.
+    pub async fn run(mut self) {
+        if let Err(e) = self.serve().await {
+            tracing::debug!(client = self.state.id(), "connection ended: {e}");
+        }
+        let _ = self.flush().await;
+        self.cleanup();
+    }
+
+    async fn serve(&mut self) -> std::io::Result<()> {
+        let mut shutdown = self.shared.shutdown.subscribe();
+        let info = self.state.info.clone();
+        loop {
+            if let Step::Close = self.process_input().await? {
+                return Ok(());
+            }
+            self.drain_outbox();
+            self.flush().await?;
+            if info.is_killed() || *shutdown.borrow() {
+                return Ok(());
+            }
+            let idle = {
+                let t = self.shared.config.read().timeout;
+                (t > 0 && !self.state.subscribed()).then(|| Duration::from_secs(t))
+            };
+            tokio::select! {
+                read = self.stream.read_buf(&mut self.inbuf) => {
+                    let n = read?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    Stats::add(&self.shared.stats.net_input_bytes, n as u64);
+                }
+                _ = info.outbox.notify.notified() => {}
+                _ = info.kill_notify.notified() => {}
+                _ = shutdown.changed() => {}
+                _ = tokio::time::sleep(idle.unwrap_or(Duration::from_secs(3600))), if idle.is_some() => {
+                    tracing::debug!(client = self.state.id(), "closing idle client");
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    fn limits(&self) -> (RequestLimits, usize) {
+        if !self.state.authenticated {
+            return (UNAUTH_LIMITS, UNAUTH_QUERY_BUFFER);
+        }
+        let c = self.shared.config.read();
+        (
+            RequestLimits { max_bulk_len: c.proto_max_bulk_len as usize, max_args: i32::MAX as usize },
+            c.client_query_buffer_limit as usize,
+        )
+    }
+
+    /// Parses and runs every complete request in the input buffer.
+    async fn process_input(&mut self) -> std::io::Result<Step> {
+        loop {
+            let mut batch: VecDeque<Vec<Bytes>> = VecDeque::new();
+            let mut failure: Option<ProtocolError> = None;
+            // Limits depend on authentication, which a command in the batch may change: parse after AUTH
+            // separately by stopping the batch at the first command while unauthenticated.
+            let (limits, query_limit) = self.limits();
+            loop {
+                match self.parser.parse(&mut self.inbuf, &limits) {
+                    Ok(Some(args)) => {
+                        batch.push_back(args);
+                        if !self.state.authenticated || batch.len() >= 1024 {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        failure = Some(e);
+                        break;
+                    }
+                }
+            }
+            let got_any = !batch.is_empty();
+            if let Step::Close = self.run_batch(batch).await? {
+                return Ok(Step::Close);
+            }
+            if let Some(e) = failure {
+                self.push_reply(&Value::error(format!("ERR {e}")));
+                return Ok(Step::Close);
+            }
+            if self.parser.pending_bytes(&self.inbuf) > query_limit {
+                tracing::warn!(client = self.state.id(), "closing client that exceeded its query buffer limit");
+                return Ok(Step::Close);
+            }
+            if !got_any {
+                return Ok(Step::Continue);
+            }
+        }
+    }
+
+    async fn run_batch(&mut self, mut batch: VecDeque<Vec<Bytes>>) -> std::io::Result<Step> {
+        while !batch.is_empty() {
+            let (step, block) = self.run_some(&mut batch);
+            if let Some(block) = block {
+                self.flush().await?;
+                let reply = self.wait_for(block).await;
+                self.push_reply(&reply);
+            }
+            if let Step::Close = step {
+                return Ok(Step::Close);
+            }
+            if self.outbuf.len() >= FLUSH_AT {
+                self.flush().await?;
+            }
+        }
+        Ok(Step::Continue)
+    }
+
+    /// Runs commands from the front of `batch` under one lock acquisition until the batch is done, a command
+    /// blocks, the connection must close, or enough ran for the lock to be released for others.
+    fn run_some(&mut self, batch: &mut VecDeque<Vec<Bytes>>) -> (Step, Option<Block>) {
+        let shared = self.shared.clone();
+        let mut guard: Option<MutexGuard<'_, Store>> = None;
+        let mut ran = 0;
+        while let Some(args) = batch.pop_front() {
+            ran += 1;
+            let (reply, block) = self.run_command(&shared, &args, &mut guard);
+            if let Some(block) = block {
+                return (Step::Continue, Some(block));
+            }
+            for extra in std::mem::take(&mut self.state.extra_replies) {
+                self.push_reply(&extra);
+            }
+            match reply {
+                Some(v) => self.push_reply(&v),
+                None => return (Step::Close, None),
+            }
+            if self.state.close_after_reply {
+                return (Step::Close, None);
+            }
+            if ran >= BATCH_UNDER_LOCK || self.outbuf.len() >= FLUSH_AT {
+                break;
+            }
+        }
+        (Step::Continue, None)
+    }
+
+    /// Runs one command. `None` means: close the connection without a reply.
+    fn run_command<'g>(
+        &mut self,
+        shared: &'g Arc<Shared>,
+        args: &[Bytes],
+        guard: &mut Option<MutexGuard<'g, Store>>,
+    ) -> (Option<Value>, Option<Block>) {
+        Stats::add(&shared.stats.commands_processed, 1);
+        let info = &self.state.info;
+        info.last_active.store(crate::clock::mono_ms(), Ordering::Relaxed);
+        // Cross-protocol scripting guard: an HTTP request sent to this port is an attack, not a client.
+        if commands::eq_ic(&args[0], "post") || commands::eq_ic(&args[0], "host:") {
+            tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
+            return (None, None);
+        }
+        let (spec, full_name) = match commands::resolve(args) {
+            Ok(found) => found,
+            Err(e) => {
+                if self.state.multi.is_some() {
+                    self.state.multi_error = true;
+                }
+                return (Some(e), None);
+            }
+        };
+        *info.last_cmd.lock() = full_name.clone();
+        if !self.state.authenticated && !spec.has(flags::NOAUTH) {
+            return (Some(Value::error("NOAUTH Authentication required.")), None);
+        }
+        if self.state.proto == ruvio_protocol::Protocol::Resp2 && self.state.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
+            return (
+                Some(Value::error(format!(
+                    "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+                ))),
+                None,
+            );
+        }
+        if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
+            return (Some(Value::error("LOADING Redis is loading the dataset in memory")), None);
+        }
+        if let Some(queue) = &mut self.state.multi {
+            if !spec.has(flags::NO_QUEUE) {
+                if spec.has(flags::NO_MULTI) {
+                    self.state.multi_error = true;
+                    return (Some(Value::error("ERR Command not allowed inside a transaction")), None);
+                }
+                queue.push(args.to_vec());
+                return (Some(Value::simple("QUEUED")), None);
+            }
+        }
+        let mut ctx = Ctx::new(shared, &mut self.state, args, spec, guard, false);
+        let reply = commands::call(&mut ctx);
+        let block = ctx.block.take();
+        (Some(reply), block)
+    }
+
+    /// Waits for a blocked command's outcome without holding any lock.
+    async fn wait_for(&mut self, block: Block) -> Value {
+        let Block { mut rx, timeout, cancel, timeout_reply } = block;
+        self.state.info.blocked.store(true, Ordering::Relaxed);
+        let mut shutdown = self.shared.shutdown.subscribe();
+        let outcome = tokio::select! {
+            v = &mut rx => v.ok(),
+            _ = async { match timeout { Some(t) => tokio::time::sleep(t).await, None => std::future::pending().await } } => None,
+            _ = shutdown.wait_for(|s| *s) => None,
+        };
+        self.state.info.blocked.store(false, Ordering::Relaxed);
+        if let Some(v) = outcome {
+            return v;
+        }
+        // Withdraw under the lock; a grant that raced the timeout is already in the channel and wins.
+        cancel(&mut self.shared.store.lock());
+        rx.try_recv().unwrap_or(timeout_reply)
+    }
+
+    fn push_reply(&mut self, v: &Value) {
+        encode(v, self.state.proto, &mut self.outbuf);
+    }
+
+    /// Moves pub/sub messages waiting for this client into the output buffer.
+    fn drain_outbox(&mut self) {
+        for msg in self.state.info.outbox.drain() {
+            self.outbuf.extend_from_slice(&msg);
+        }
+    }
+
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if self.outbuf.is_empty() {
+            return Ok(());
+        }
+        Stats::add(&self.shared.stats.net_output_bytes, self.outbuf.len() as u64);
+        self.stream.write_all(&self.outbuf).await?;
+        self.outbuf.clear();
+        if self.outbuf.capacity() > 1024 * 1024 {
+            self.outbuf = BytesMut::with_capacity(16 * 1024);
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self) {
+        let id = self.state.id();
+        commands::transactions::unwatch_all(&self.shared, &mut self.state);
+        commands::pubsub::unsubscribe_all(&self.shared, &mut self.state);
+        self.shared.clients.lock().remove(&id);
+    }
+}

@@ -1,0 +1,147 @@
+//! INFO: one function per section, in Redis's format (`# Section` then `field:value` lines).
+
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+
+use crate::context::Ctx;
+
+type Section = fn(&mut Ctx, &mut String);
+
+/// Sections in output order; `default` prints all of these.
+const SECTIONS: &[(&str, Section)] = &[
+    ("server", server),
+    ("clients", clients),
+    ("memory", memory),
+    ("persistence", persistence),
+    ("stats", stats),
+    ("replication", replication),
+    ("cpu", cpu),
+    ("locks", locks),
+    ("ruvio", ruvio),
+    ("keyspace", keyspace),
+];
+
+pub fn render(ctx: &mut Ctx, wanted: &[String]) -> String {
+    let all = wanted.is_empty() || wanted.iter().any(|w| w == "all" || w == "everything" || w == "default");
+    let mut out = String::new();
+    for (name, f) in SECTIONS {
+        if all || wanted.iter().any(|w| w == name) {
+            if !out.is_empty() {
+                out.push_str("\r\n");
+            }
+            let mut title = name.to_string();
+            title[..1].make_ascii_uppercase();
+            let _ = write!(out, "# {title}\r\n");
+            f(ctx, &mut out);
+        }
+    }
+    out
+}
+
+fn server(ctx: &mut Ctx, out: &mut String) {
+    let up = ctx.shared.started.elapsed().as_secs();
+    let port = ctx.shared.bound_port.load(Ordering::Relaxed);
+    let c = ctx.shared.config.read();
+    let _ = write!(
+        out,
+        "redis_version:{}\r\nserver_name:ruvio\r\nruvio_version:{}\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:\r\n",
+        crate::REDIS_COMPAT_VERSION,
+        crate::VERSION,
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+        std::process::id(),
+        ctx.shared.run_id,
+        port,
+        up,
+        up / 86400,
+        c.hz,
+        std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+    );
+}
+
+fn clients(ctx: &mut Ctx, out: &mut String) {
+    let clients = ctx.shared.clients.lock();
+    let blocked = clients.values().filter(|c| c.blocked.load(Ordering::Relaxed)).count();
+    let pubsub = clients.values().filter(|c| c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0).count();
+    let maxclients = ctx.shared.config.read().maxclients;
+    let _ = write!(
+        out,
+        "connected_clients:{}\r\nmaxclients:{}\r\nblocked_clients:{}\r\npubsub_clients:{}\r\n",
+        clients.len(),
+        maxclients,
+        blocked,
+        pubsub
+    );
+}
+
+/// Resident set size from /proc (Linux); 0 elsewhere.
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .map(|pages| pages * 4096)
+        .unwrap_or(0)
+}
+
+fn memory(_ctx: &mut Ctx, out: &mut String) {
+    let rss = rss_bytes();
+    let _ = write!(out, "used_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n");
+}
+
+fn persistence(ctx: &mut Ctx, out: &mut String) {
+    let loading = ctx.shared.loading.load(Ordering::Relaxed) as u8;
+    let dirty = ctx.store().dirty;
+    let c = ctx.shared.config.read();
+    let _ = write!(out, "loading:{loading}\r\nrdb_changes_since_last_save:{dirty}\r\naof_enabled:{}\r\n", c.appendonly as u8);
+}
+
+fn stats(ctx: &mut Ctx, out: &mut String) {
+    let s = &ctx.shared.stats;
+    let g = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    let _ = write!(
+        out,
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+        g(&s.connections_received),
+        g(&s.commands_processed),
+        g(&s.net_input_bytes),
+        g(&s.net_output_bytes),
+        g(&s.rejected_connections),
+        g(&s.expired_keys),
+        g(&s.keyspace_hits),
+        g(&s.keyspace_misses),
+        ctx.shared.pubsub.lock().channels(None).len(),
+        ctx.shared.pubsub.lock().numpat(),
+        g(&s.pubsub_disconnects),
+    );
+}
+
+fn replication(_ctx: &mut Ctx, out: &mut String) {
+    out.push_str("role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n");
+}
+
+fn cpu(_ctx: &mut Ctx, out: &mut String) {
+    // SAFETY: getrusage only writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    let _ = write!(out, "used_cpu_sys:{:.6}\r\nused_cpu_user:{:.6}\r\n", t(usage.ru_stime), t(usage.ru_utime));
+}
+
+fn locks(ctx: &mut Ctx, out: &mut String) {
+    crate::locks::engine::info_section(ctx.store(), out);
+}
+
+fn ruvio(ctx: &mut Ctx, out: &mut String) {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let epoch = ctx.store().locks.tokens.epoch();
+    let _ = write!(out, "ruvio_version:{}\r\nworker_threads:{threads}\r\nfencing_epoch:{epoch}\r\n", crate::VERSION);
+}
+
+fn keyspace(ctx: &mut Ctx, out: &mut String) {
+    let store = ctx.store();
+    for (i, db) in store.dbs.iter().enumerate() {
+        if !db.is_empty() {
+            let _ = write!(out, "db{i}:keys={},expires={},avg_ttl=0\r\n", db.len(), db.volatile_len());
+        }
+    }
+}

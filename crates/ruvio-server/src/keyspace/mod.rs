@@ -1,0 +1,466 @@
+//! The keyspace: databases of binary-safe keys with optional deadlines.
+//!
+//! Each database is split into [`SEGMENTS`] hash tables by a slice of the key's hash. That keeps every table small
+//! (growing one never moves a million entries at once, so no latency spike), gives SCAN a cursor that stays valid
+//! while keys come and go (the cursor is a segment number; segments never move), and lets active expiry walk the
+//! database a piece at a time.
+//!
+//! Expiry is checked on every access (a key past its deadline is never returned) and by [`Db::active_expire`].
+//! Every removal caused by expiry is reported through [`Db::take_events`] so the store can log it and wake lock
+//! waiters.
+
+pub mod bytes;
+pub mod glob;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use hashbrown::HashTable;
+
+pub use self::bytes::CompactBytes;
+use crate::locks::{Lease, Semaphore};
+
+pub const SEGMENTS: usize = 1024;
+
+/// What a key holds.
+#[derive(Debug, Clone)]
+pub enum Data {
+    Str(CompactBytes),
+    Lease(Box<Lease>),
+    Semaphore(Box<Semaphore>),
+}
+
+impl Data {
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Data::Str(_) => "string",
+            Data::Lease(_) => "lease",
+            Data::Semaphore(_) => "semaphore",
+        }
+    }
+    pub fn is_lock(&self) -> bool {
+        !matches!(self, Data::Str(_))
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub data: Data,
+    /// Monotonic deadline in ms (see [`crate::clock`]); 0 means none.
+    pub expire_at: u64,
+}
+
+impl Entry {
+    pub fn new(data: Data) -> Self {
+        Entry { data, expire_at: 0 }
+    }
+    pub fn is_expired(&self, now: u64) -> bool {
+        self.expire_at != 0 && self.expire_at <= now
+    }
+}
+
+/// Something the store must follow up on after the keyspace removed a key by itself.
+#[derive(Debug)]
+pub struct ExpiredKey {
+    pub key: CompactBytes,
+    pub was_lock: bool,
+}
+
+/// A WATCH registration: set when the watched key is modified.
+#[derive(Debug, Default)]
+pub struct WatchFlag(AtomicBool);
+
+impl WatchFlag {
+    pub fn is_dirty(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+    pub fn mark(&self) {
+        self.0.store(true, Ordering::Release)
+    }
+}
+
+#[derive(Default)]
+struct Segment {
+    table: HashTable<(CompactBytes, Entry)>,
+    volatile: usize,
+}
+
+pub struct Db {
+    segments: Box<[Segment]>,
+    len: usize,
+    volatile: usize,
+    /// Next segment active expiry looks at.
+    expire_cursor: usize,
+    watched: hashbrown::HashMap<CompactBytes, Vec<Arc<WatchFlag>>>,
+    events: Vec<ExpiredKey>,
+}
+
+fn hasher() -> &'static ahash::RandomState {
+    static H: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
+    H.get_or_init(ahash::RandomState::new)
+}
+
+fn hash_key(key: &[u8]) -> u64 {
+    hasher().hash_one(key)
+}
+
+/// Segment from bits 32..42: hashbrown uses the low bits for the bucket and the top 7 for its tag, so this slice
+/// is independent of both.
+fn segment_of(hash: u64) -> usize {
+    ((hash >> 32) as usize) & (SEGMENTS - 1)
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Db {
+    pub fn new() -> Self {
+        Db {
+            segments: (0..SEGMENTS).map(|_| Segment::default()).collect(),
+            len: 0,
+            volatile: 0,
+            expire_cursor: 0,
+            watched: Default::default(),
+            events: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Keys with a deadline.
+    pub fn volatile_len(&self) -> usize {
+        self.volatile
+    }
+
+    fn find_index(&self, key: &[u8]) -> (u64, usize) {
+        let h = hash_key(key);
+        (h, segment_of(h))
+    }
+
+    /// Removes `key` if it is past its deadline; true if it did.
+    fn expire_if_due(&mut self, key: &[u8], now: u64) -> bool {
+        let (h, s) = self.find_index(key);
+        let seg = &mut self.segments[s];
+        let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return false };
+        if !occ.get().1.is_expired(now) {
+            return false;
+        }
+        let ((k, entry), _) = occ.remove();
+        seg.volatile -= 1;
+        self.volatile -= 1;
+        self.len -= 1;
+        self.touch(&k);
+        self.events.push(ExpiredKey { key: k, was_lock: entry.data.is_lock() });
+        true
+    }
+
+    /// The live entry at `key`.
+    pub fn get(&mut self, key: &[u8], now: u64) -> Option<&Entry> {
+        self.expire_if_due(key, now);
+        self.peek(key)
+    }
+
+    /// The entry at `key` without expiring it (it may be past its deadline); for inspection only.
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        let (h, s) = self.find_index(key);
+        self.segments[s].table.find(h, |e| &*e.0 == key).map(|e| &e.1)
+    }
+
+    /// The live value at `key`, to change in place. Marks the key modified for WATCH; deadlines change only
+    /// through [`Db::set_expire`].
+    pub fn get_mut(&mut self, key: &[u8], now: u64) -> Option<&mut Data> {
+        self.expire_if_due(key, now);
+        self.touch(key);
+        let (h, s) = self.find_index(key);
+        self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data)
+    }
+
+    pub fn exists(&mut self, key: &[u8], now: u64) -> bool {
+        self.get(key, now).is_some()
+    }
+
+    /// Stores `entry` at `key`, replacing (and returning) what was there, live or not.
+    pub fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
+        self.touch(key);
+        let (h, s) = self.find_index(key);
+        let seg = &mut self.segments[s];
+        let new_volatile = entry.expire_at != 0;
+        let old = match seg.table.find_mut(h, |e| &*e.0 == key) {
+            Some(slot) => Some(std::mem::replace(&mut slot.1, entry)),
+            None => {
+                seg.table.insert_unique(h, (CompactBytes::new(key), entry), |e| hash_key(&e.0));
+                self.len += 1;
+                None
+            }
+        };
+        let old_volatile = old.as_ref().is_some_and(|o| o.expire_at != 0);
+        match (old_volatile, new_volatile) {
+            (false, true) => {
+                seg.volatile += 1;
+                self.volatile += 1
+            }
+            (true, false) => {
+                seg.volatile -= 1;
+                self.volatile -= 1
+            }
+            _ => {}
+        }
+        old
+    }
+
+    /// Removes `key`; returns the live entry that was there.
+    pub fn remove(&mut self, key: &[u8], now: u64) -> Option<Entry> {
+        self.expire_if_due(key, now);
+        let (h, s) = self.find_index(key);
+        let seg = &mut self.segments[s];
+        let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return None };
+        let ((_, entry), _) = occ.remove();
+        if entry.expire_at != 0 {
+            seg.volatile -= 1;
+            self.volatile -= 1;
+        }
+        self.len -= 1;
+        self.touch(key);
+        Some(entry)
+    }
+
+    /// Sets (or with 0 clears) the deadline of a live key; false if there is no such key.
+    pub fn set_expire(&mut self, key: &[u8], expire_at: u64, now: u64) -> bool {
+        self.expire_if_due(key, now);
+        self.touch(key);
+        let (h, s) = self.find_index(key);
+        let seg = &mut self.segments[s];
+        let Some(slot) = seg.table.find_mut(h, |e| &*e.0 == key) else { return false };
+        let was = slot.1.expire_at != 0;
+        slot.1.expire_at = expire_at;
+        match (was, expire_at != 0) {
+            (false, true) => {
+                seg.volatile += 1;
+                self.volatile += 1
+            }
+            (true, false) => {
+                seg.volatile -= 1;
+                self.volatile -= 1
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Removes every key. Watchers of keys that existed are told.
+    pub fn clear(&mut self) {
+        if !self.watched.is_empty() {
+            let keys: Vec<CompactBytes> =
+                self.watched.keys().filter(|k| self.peek(k).is_some()).cloned().collect();
+            keys.iter().for_each(|k| self.touch(k));
+        }
+        self.segments.iter_mut().for_each(|s| *s = Segment::default());
+        self.len = 0;
+        self.volatile = 0;
+    }
+
+    /// Every key, live or not yet removed, with its entry; for snapshots and lock bookkeeping.
+    pub fn iter(&self) -> impl Iterator<Item = (&CompactBytes, &Entry)> {
+        self.segments.iter().flat_map(|s| s.table.iter().map(|(k, e)| (k, e)))
+    }
+
+    /// One step of SCAN: visits whole segments from `cursor` until `count` keys were collected (or `10 * count`
+    /// segments were visited). Returns the next cursor (0 when done) and the live keys that `filter` accepts.
+    /// A key present for the whole iteration is returned exactly once per full pass.
+    pub fn scan(&self, cursor: u64, count: usize, now: u64, mut filter: impl FnMut(&[u8], &Entry) -> bool) -> (u64, Vec<CompactBytes>) {
+        let mut seg = cursor as usize;
+        let mut out = Vec::new();
+        let mut visited = 0;
+        let count = count.max(1);
+        while seg < SEGMENTS && out.len() < count && visited < count.saturating_mul(10) {
+            for (k, e) in self.segments[seg].table.iter() {
+                if !e.is_expired(now) && filter(k, e) {
+                    out.push(k.clone());
+                }
+            }
+            seg += 1;
+            visited += 1;
+        }
+        (if seg >= SEGMENTS { 0 } else { seg as u64 }, out)
+    }
+
+    /// A uniformly chosen segment's random live key; tries a bounded number of times.
+    pub fn random_key(&self, now: u64) -> Option<CompactBytes> {
+        use rand::Rng;
+        if self.len == 0 {
+            return None;
+        }
+        let mut rng = rand::thread_rng();
+        for _ in 0..(SEGMENTS * 4) {
+            let seg = &self.segments[rng.gen_range(0..SEGMENTS)];
+            if seg.table.is_empty() {
+                continue;
+            }
+            let n = rng.gen_range(0..seg.table.len());
+            if let Some((k, e)) = seg.table.iter().nth(n) {
+                if !e.is_expired(now) {
+                    return Some(k.clone());
+                }
+            }
+        }
+        self.iter().find(|(_, e)| !e.is_expired(now)).map(|(k, _)| k.clone())
+    }
+
+    /// Removes expired keys from up to `max_segments` segments that hold volatile keys; returns how many went.
+    pub fn active_expire(&mut self, now: u64, max_segments: usize) -> usize {
+        if self.volatile == 0 {
+            return 0;
+        }
+        let mut removed = 0;
+        let mut looked = 0;
+        let mut steps = 0;
+        while looked < max_segments && steps < SEGMENTS {
+            let s = self.expire_cursor;
+            self.expire_cursor = (self.expire_cursor + 1) % SEGMENTS;
+            steps += 1;
+            if self.segments[s].volatile == 0 {
+                continue;
+            }
+            looked += 1;
+            let mut gone = Vec::new();
+            let seg = &mut self.segments[s];
+            seg.table.retain(|(k, e)| {
+                if e.is_expired(now) {
+                    gone.push(ExpiredKey { key: k.clone(), was_lock: e.data.is_lock() });
+                    false
+                } else {
+                    true
+                }
+            });
+            seg.volatile -= gone.len();
+            self.volatile -= gone.len();
+            self.len -= gone.len();
+            removed += gone.len();
+            for g in &gone {
+                self.touch(&g.key);
+            }
+            self.events.extend(gone);
+        }
+        removed
+    }
+
+    /// Keys this database removed by itself (expiry) since the last call.
+    pub fn take_events(&mut self) -> Vec<ExpiredKey> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    // ----- WATCH -----
+
+    pub fn watch(&mut self, key: &[u8], flag: Arc<WatchFlag>) {
+        self.watched.entry(CompactBytes::new(key)).or_default().push(flag);
+    }
+
+    pub fn unwatch(&mut self, key: &[u8], flag: &Arc<WatchFlag>) {
+        if let Some(v) = self.watched.get_mut(key) {
+            v.retain(|f| !Arc::ptr_eq(f, flag));
+            if v.is_empty() {
+                self.watched.remove(key);
+            }
+        }
+    }
+
+    /// Marks `key` modified for every client watching it.
+    pub fn touch(&self, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        if let Some(flags) = self.watched.get(key) {
+            flags.iter().for_each(|f| f.mark());
+        }
+    }
+
+    /// Marks every watched key modified (SWAPDB, FLUSHALL of another database's view).
+    pub fn touch_all_watched(&self) {
+        self.watched.values().flatten().for_each(|f| f.mark());
+    }
+
+    /// Exchanges contents with `other`, keeping each side's watchers (SWAPDB semantics).
+    pub fn swap_contents(&mut self, other: &mut Db) {
+        std::mem::swap(&mut self.segments, &mut other.segments);
+        std::mem::swap(&mut self.len, &mut other.len);
+        std::mem::swap(&mut self.volatile, &mut other.volatile);
+        self.touch_all_watched();
+        other.touch_all_watched();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &str) -> Entry {
+        Entry::new(Data::Str(CompactBytes::new(v.as_bytes())))
+    }
+
+    #[test]
+    fn expiry_on_access_and_active() {
+        let mut db = Db::new();
+        db.insert(b"a", s("1"));
+        db.insert(b"b", s("2"));
+        db.set_expire(b"a", 100, 50);
+        db.set_expire(b"b", 100, 50);
+        assert!(db.get(b"a", 99).is_some());
+        assert!(db.get(b"a", 100).is_none());
+        assert_eq!(db.len(), 1);
+        assert_eq!(db.active_expire(200, SEGMENTS), 1);
+        assert_eq!(db.len(), 0);
+        assert_eq!(db.volatile_len(), 0);
+        assert_eq!(db.take_events().len(), 2);
+    }
+
+    #[test]
+    fn scan_sees_stable_keys_despite_churn() {
+        let mut db = Db::new();
+        for i in 0..5000 {
+            db.insert(format!("stable:{i}").as_bytes(), s("x"));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            let (next, keys) = db.scan(cursor, 10, 1, |_, _| true);
+            seen.extend(keys.into_iter().map(|k| k.to_vec()));
+            for j in 0..50 {
+                db.insert(format!("churn:{round}:{j}").as_bytes(), s("y"));
+                db.remove(format!("churn:{}:{j}", round.max(1) - 1).as_bytes(), 1);
+            }
+            round += 1;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        for i in 0..5000 {
+            assert!(seen.contains(format!("stable:{i}").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn watch_flags_fire_on_change_and_expiry() {
+        let mut db = Db::new();
+        let f = Arc::new(WatchFlag::default());
+        db.insert(b"k", s("v"));
+        db.set_expire(b"k", 10, 1);
+        db.watch(b"k", f.clone());
+        assert!(!f.is_dirty());
+        db.get(b"k", 11);
+        assert!(f.is_dirty());
+    }
+}

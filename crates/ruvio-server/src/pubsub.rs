@@ -1,0 +1,112 @@
+//! Pub/sub routing: channel and pattern subscriptions, delivery into each subscriber's bounded [`Outbox`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use ruvio_protocol::{encode, Protocol, Value};
+
+use crate::client::ClientInfo;
+use crate::config::OutputLimit;
+use crate::keyspace::glob::glob_match;
+
+#[derive(Default)]
+pub struct PubSub {
+    channels: HashMap<Bytes, HashMap<u64, Arc<ClientInfo>>>,
+    patterns: HashMap<Bytes, HashMap<u64, Arc<ClientInfo>>>,
+}
+
+fn message(kind: &'static str, parts: Vec<Bytes>, proto: Protocol) -> Bytes {
+    let mut items = vec![Value::bulk(Bytes::from_static(kind.as_bytes()))];
+    items.extend(parts.into_iter().map(Value::Bulk));
+    let v = if proto == Protocol::Resp3 { Value::Push(items) } else { Value::Array(items) };
+    let mut buf = BytesMut::new();
+    encode(&v, proto, &mut buf);
+    buf.freeze()
+}
+
+impl PubSub {
+    /// Subscribes; true if it was not subscribed already.
+    pub fn subscribe(&mut self, channel: Bytes, client: &Arc<ClientInfo>) -> bool {
+        self.channels.entry(channel).or_default().insert(client.id, client.clone()).is_none()
+    }
+
+    pub fn unsubscribe(&mut self, channel: &[u8], client_id: u64) -> bool {
+        let Some(subs) = self.channels.get_mut(channel) else { return false };
+        let removed = subs.remove(&client_id).is_some();
+        if subs.is_empty() {
+            self.channels.remove(channel);
+        }
+        removed
+    }
+
+    pub fn psubscribe(&mut self, pattern: Bytes, client: &Arc<ClientInfo>) -> bool {
+        self.patterns.entry(pattern).or_default().insert(client.id, client.clone()).is_none()
+    }
+
+    pub fn punsubscribe(&mut self, pattern: &[u8], client_id: u64) -> bool {
+        let Some(subs) = self.patterns.get_mut(pattern) else { return false };
+        let removed = subs.remove(&client_id).is_some();
+        if subs.is_empty() {
+            self.patterns.remove(pattern);
+        }
+        removed
+    }
+
+    /// Delivers `payload` to every subscriber; returns how many received it. Subscribers whose output buffer went
+    /// over `limit` are disconnected.
+    pub fn publish(&self, channel: &Bytes, payload: &Bytes, limit: &OutputLimit) -> (i64, u64) {
+        let mut delivered = 0;
+        let mut dropped = 0;
+        // Encode once per protocol version, not once per subscriber.
+        let mut cache: [Option<Bytes>; 2] = [None, None];
+        let mut deliver = |client: &Arc<ClientInfo>, make: &dyn Fn(Protocol) -> Bytes, cache: &mut [Option<Bytes>; 2]| {
+            let proto = if client.resp.load(std::sync::atomic::Ordering::Relaxed) == 3 { Protocol::Resp3 } else { Protocol::Resp2 };
+            let slot = &mut cache[(proto == Protocol::Resp3) as usize];
+            let msg = slot.get_or_insert_with(|| make(proto)).clone();
+            if !client.is_killed() && !client.outbox.push(msg, limit) {
+                client.kill();
+                dropped += 1;
+            }
+            delivered += 1;
+        };
+        if let Some(subs) = self.channels.get(channel) {
+            let make = |p| message("message", vec![channel.clone(), payload.clone()], p);
+            for c in subs.values() {
+                deliver(c, &make, &mut cache);
+            }
+        }
+        for (pattern, subs) in &self.patterns {
+            if glob_match(pattern, channel, false) {
+                let mut pcache = [None, None];
+                let make = |p| message("pmessage", vec![pattern.clone(), channel.clone(), payload.clone()], p);
+                for c in subs.values() {
+                    deliver(c, &make, &mut pcache);
+                }
+            }
+        }
+        (delivered, dropped)
+    }
+
+    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
+        self.channels.keys().filter(|c| pattern.is_none_or(|p| glob_match(p, c, false))).cloned().collect()
+    }
+
+    pub fn numsub(&self, channel: &[u8]) -> usize {
+        self.channels.get(channel).map_or(0, |s| s.len())
+    }
+
+    pub fn numpat(&self) -> usize {
+        self.patterns.len()
+    }
+
+    /// Builds the reply for a (un)subscribe confirmation.
+    pub fn confirmation(kind: &'static str, name: Option<Bytes>, count: usize, proto: Protocol) -> Value {
+        let items = vec![
+            Value::bulk(Bytes::from_static(kind.as_bytes())),
+            name.map_or(Value::Nil, Value::Bulk),
+            Value::Integer(count as i64),
+        ];
+        if proto == Protocol::Resp3 { Value::Push(items) } else { Value::Array(items) }
+    }
+}

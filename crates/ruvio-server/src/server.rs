@@ -1,0 +1,145 @@
+//! Listening, admission (maxclients, protected mode), background tasks and graceful shutdown.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::client::ClientInfo;
+use crate::connection::Connection;
+use crate::shared::{Shared, Stats};
+
+const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Ruvio you may adopt one of the following solutions: 1) Disable protected mode by sending the command 'CONFIG SET protected-mode no' from the loopback interface. 2) Set a password with 'CONFIG SET requirepass <password>' or the `requirepass` config option. 3) Start the server with '--protected-mode no'.\r\n";
+
+/// Binds every configured address. `-::1`-style entries (a leading '-') are optional: failing to bind them is not
+/// an error, as in Redis.
+pub async fn bind(shared: &Arc<Shared>) -> std::io::Result<Vec<TcpListener>> {
+    let (binds, port) = {
+        let c = shared.config.read();
+        (c.bind.clone(), c.port)
+    };
+    let mut listeners = Vec::new();
+    let mut port = port;
+    for b in binds {
+        let (optional, addr) = match b.strip_prefix('-') {
+            Some(a) => (true, a.to_string()),
+            None => (false, b.clone()),
+        };
+        let ip: IpAddr = if addr == "*" { "0.0.0.0".parse().unwrap() } else {
+            addr.parse().map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("bad bind address {addr}")))?
+        };
+        match TcpListener::bind(SocketAddr::new(ip, port)).await {
+            Ok(l) => {
+                // With port 0 (tests), every further address uses the port the first one got.
+                port = l.local_addr()?.port();
+                listeners.push(l);
+            }
+            Err(e) if optional => tracing::info!("skipping optional bind address {addr}: {e}"),
+            Err(e) => return Err(std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))),
+        }
+    }
+    shared.bound_port.store(port as u64, std::sync::atomic::Ordering::Relaxed);
+    Ok(listeners)
+}
+
+/// Accepts connections on `listener` until shutdown.
+pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = shutdown.wait_for(|s| *s) => return,
+        };
+        match accepted {
+            Ok((stream, peer)) => admit(&shared, stream, peer).await,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn admit(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+    Stats::add(&shared.stats.connections_received, 1);
+    let _ = stream.set_nodelay(true);
+    let (maxclients, protected, has_password) = {
+        let c = shared.config.read();
+        (c.maxclients, c.protected_mode, c.requirepass.is_some())
+    };
+    if protected && !has_password && !peer.ip().is_loopback() && !is_mapped_loopback(peer.ip()) {
+        Stats::add(&shared.stats.rejected_connections, 1);
+        let _ = stream.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
+        return;
+    }
+    let id = shared.next_client_id();
+    let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let info = Arc::new(ClientInfo::new(id, peer.to_string(), laddr));
+    let admitted = {
+        let mut clients = shared.clients.lock();
+        let room = clients.len() < maxclients;
+        if room {
+            clients.insert(id, info.clone());
+        }
+        room
+    };
+    if !admitted {
+        Stats::add(&shared.stats.rejected_connections, 1);
+        // Answered off the accept loop so a client that does not read cannot stall accepting.
+        tokio::spawn(async move { let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await; });
+        return;
+    }
+    let conn = Connection::new(shared.clone(), stream, info);
+    tokio::spawn(conn.run());
+}
+
+fn is_mapped_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V4(_) => false,
+    }
+}
+
+/// Removes expired keys without waiting for reads, `hz` times a second, a bounded slice of the keyspace each time.
+pub async fn active_expiry(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        let hz = shared.config.read().hz.max(1);
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(1000 / hz)) => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        let now = crate::clock::mono_ms();
+        let mut store = shared.store.lock();
+        let mut removed = 0;
+        for db in 0..store.dbs.len() {
+            removed += store.dbs[db].active_expire(now, 16);
+        }
+        if removed > 0 {
+            Stats::add(&shared.stats.expired_keys, removed as u64);
+            store.settle_expired(now);
+        }
+    }
+}
+
+/// Waits for SIGINT or SIGTERM, then asks everything to stop.
+pub async fn signals(shared: Arc<Shared>) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        tokio::select! {
+            _ = term.recv() => tracing::info!("received SIGTERM, shutting down"),
+            _ = int.recv() => tracing::info!("received SIGINT, shutting down"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    shared.request_shutdown();
+}

@@ -1,0 +1,70 @@
+//! Everything commands read and write under the one store lock: the databases, the lock engine's state and the
+//! write log buffer. Commands see a consistent state because they run while holding this lock; MULTI/EXEC and
+//! multi-key commands are atomic for the same reason.
+
+use bytes::Bytes;
+
+use crate::keyspace::{CompactBytes, Db};
+use crate::locks::LockState;
+
+/// One write, as it goes to the append-only log (and later to replicas): the database it applies to and a
+/// command that replays it deterministically (relative times already turned into absolute ones).
+#[derive(Debug, Clone)]
+pub struct LogRecord {
+    pub db: usize,
+    pub args: Vec<Bytes>,
+}
+
+pub struct Store {
+    pub dbs: Vec<Db>,
+    pub locks: LockState,
+    /// Writes not yet taken by persistence, in execution order.
+    pub log: Vec<LogRecord>,
+    /// Changes since the last save (INFO `rdb_changes_since_last_save`).
+    pub dirty: u64,
+}
+
+impl Store {
+    pub fn new(databases: usize) -> Self {
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), dirty: 0 }
+    }
+
+    /// Appends a record to the write log.
+    pub fn log(&mut self, db: usize, args: Vec<Bytes>) {
+        self.log.push(LogRecord { db, args });
+    }
+
+    /// Follows up on keys the keyspace removed by itself: logs a DEL for each (so a replayed log and replicas agree)
+    /// and wakes waiters of lock keys that went away.
+    pub fn settle_expired(&mut self, now: u64) {
+        for db in 0..self.dbs.len() {
+            if !self.dbs[db].has_events() {
+                continue;
+            }
+            for ev in self.dbs[db].take_events() {
+                self.log(db, vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(&ev.key)]);
+                if ev.was_lock {
+                    self.locks.stats.expirations += 1;
+                    crate::locks::engine::on_lock_gone(self, db, &ev.key, now);
+                }
+            }
+        }
+    }
+
+    /// Removes every key of one database (FLUSHDB) or all of them (FLUSHALL), waking lock waiters.
+    pub fn flush(&mut self, db: Option<usize>, now: u64) {
+        let range = match db {
+            Some(d) => d..d + 1,
+            None => 0..self.dbs.len(),
+        };
+        for d in range {
+            let lock_keys: Vec<CompactBytes> =
+                self.dbs[d].iter().filter(|(_, e)| e.data.is_lock()).map(|(k, _)| k.clone()).collect();
+            self.dbs[d].clear();
+            self.locks.fences_mut(d).clear();
+            for k in lock_keys {
+                crate::locks::engine::on_lock_gone(self, d, &k, now);
+            }
+        }
+    }
+}
