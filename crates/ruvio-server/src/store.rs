@@ -20,18 +20,23 @@ pub struct Store {
     pub locks: LockState,
     /// Writes not yet taken by persistence, in execution order.
     pub log: Vec<LogRecord>,
+    /// Whether anything consumes `log` (persistence, replication). When nothing does, records are not kept:
+    /// an unconsumed log would grow without bound.
+    pub log_enabled: bool,
     /// Changes since the last save (INFO `rdb_changes_since_last_save`).
     pub dirty: u64,
 }
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), dirty: 0 }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, dirty: 0 }
     }
 
     /// Appends a record to the write log.
     pub fn log(&mut self, db: usize, args: Vec<Bytes>) {
-        self.log.push(LogRecord { db, args });
+        if self.log_enabled {
+            self.log.push(LogRecord { db, args });
+        }
     }
 
     /// Follows up on keys the keyspace removed by itself: logs a DEL for each (so a replayed log and replicas agree)

@@ -285,7 +285,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let store = ctx.store();
         // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
         store.settle_expired(now);
-        if write && store.dirty > dirty_before {
+        if write && store.log_enabled && store.dirty > dirty_before {
             match propagate {
                 crate::context::Propagate::AsIs => store.log(db, args.to_vec()),
                 crate::context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs redis-benchmark against ruvio and Debian's redis-server in the same run, with the same client count,
+# pipeline depth, key space and value size, and prints Ruvio/Redis per test. Then loads 1M small keys into each
+# and compares resident memory.
+#
+# Usage: bench/redis_compare.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-300000}
+CLIENTS=50
+KEYSPACE=100000
+VALUE=3
+RUVIO=${RUVIO_BIN:-target/release/ruvio}
+RUVIO_PORT=7411
+REDIS_PORT=7412
+[ -x "$RUVIO" ] || cargo build --release -p ruvio
+work=$(mktemp -d)
+cleanup() {
+  redis-cli -p $RUVIO_PORT shutdown nosave >/dev/null 2>&1 || true
+  redis-cli -p $REDIS_PORT shutdown nosave >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+start_servers() {
+  # Persistence off on both sides: this compares the request path, not the disk.
+  "$RUVIO" --port $RUVIO_PORT --dir "$work/ruvio" --appendonly no --loglevel warning >"$work/ruvio.log" 2>&1 &
+  redis-server --port $REDIS_PORT --dir "$work" --save '' --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
+  for p in $RUVIO_PORT $REDIS_PORT; do
+    for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
+  done
+}
+
+bench() { # port pipeline -> CSV lines "test,rps"
+  redis-benchmark -p "$1" -t set,get,incr,mset -n "$N" -c $CLIENTS -P "$2" -r $KEYSPACE -d $VALUE --csv 2>/dev/null |
+    awk -F, 'NR>1 {gsub(/"/,""); print $1","$2}'
+}
+
+start_servers
+echo "redis-benchmark: -n $N -c $CLIENTS -r $KEYSPACE -d $VALUE; ruvio $($RUVIO --version | awk '{print $2}') vs $(redis-server --version | awk '{print $3}')"
+printf '%-16s %9s %14s %14s %8s\n' test pipeline ruvio_rps redis_rps ratio
+for P in 1 16; do
+  # Alternate order so neither server always runs on a warmer machine.
+  ruvio_out=$(bench $RUVIO_PORT $P)
+  redis_out=$(bench $REDIS_PORT $P)
+  while IFS=, read -r test rps; do
+    other=$(echo "$redis_out" | awk -F, -v t="$test" '$1==t {print $2}')
+    printf '%-16s %9s %14.0f %14.0f %8.2f\n' "$test" "$P" "$rps" "$other" "$(echo "$rps / $other" | bc -l)"
+  done <<<"$ruvio_out"
+done
+
+# Memory: 1M keys "key:%07d" -> 3-byte value, loaded with redis-cli --pipe, RSS measured after loading.
+python3 - "$work/load.txt" <<'PY'
+import sys
+with open(sys.argv[1], "wb") as f:
+    for i in range(1_000_000):
+        k = b"key:%07d" % i
+        f.write(b"*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$3\r\nxxx\r\n" % (len(k), k))
+PY
+for p in $RUVIO_PORT $REDIS_PORT; do
+  redis-cli -p $p flushall >/dev/null
+  redis-cli -p $p --pipe <"$work/load.txt" >/dev/null
+done
+rss() { ps -o rss= -p "$1" | tr -d ' '; }
+ruvio_pid=$(pgrep -f "$RUVIO --port $RUVIO_PORT" | head -1)
+redis_pid=$(pgrep -f "redis-server.*:$REDIS_PORT" | head -1)
+r1=$(rss "$ruvio_pid"); r2=$(rss "$redis_pid")
+printf '%-16s %9s %14s %14s %8.2f\n' "rss_1M_keys_kB" "-" "$r1" "$r2" "$(echo "$r1 / $r2" | bc -l)"
+printf 'dbsize: ruvio=%s redis=%s\n' "$(redis-cli -p $RUVIO_PORT dbsize)" "$(redis-cli -p $REDIS_PORT dbsize)"
