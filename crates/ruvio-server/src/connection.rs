@@ -157,8 +157,10 @@ impl Connection {
             let (step, block) = self.run_some(&mut batch);
             if let Some(block) = block {
                 self.flush().await?;
-                let reply = self.wait_for(block).await;
-                self.push_reply(&reply);
+                match self.wait_for(block).await {
+                    Some(reply) => self.push_reply(&reply),
+                    None => return Ok(Step::Close),
+                }
             }
             if let Step::Close = step {
                 return Ok(Step::Close);
@@ -254,23 +256,59 @@ impl Connection {
         (Some(reply), block)
     }
 
-    /// Waits for a blocked command's outcome without holding any lock.
-    async fn wait_for(&mut self, block: Block) -> Value {
-        let Block { mut rx, timeout, cancel, timeout_reply } = block;
+    /// Waits for a blocked command's outcome without holding any lock. `None`: the client left (or was killed)
+    /// while waiting; it is withdrawn and anything granted to it in that instant is given back.
+    async fn wait_for(&mut self, block: Block) -> Option<Value> {
+        let Block { mut rx, timeout, cancel, abandon, timeout_reply } = block;
         self.state.info.blocked.store(true, Ordering::Relaxed);
         let mut shutdown = self.shared.shutdown.subscribe();
+        let info = self.state.info.clone();
+        let (_, query_limit) = self.limits();
+        let (stream, inbuf, stats) = (&mut self.stream, &mut self.inbuf, &self.shared.stats);
+        // Watch the socket while waiting so a client that goes away is noticed at once (and never granted);
+        // commands it pipelined behind the blocking one stay in the buffer, bounded by the query buffer limit.
+        let gone = async move {
+            loop {
+                if inbuf.len() >= query_limit {
+                    std::future::pending::<()>().await;
+                }
+                match stream.read_buf(inbuf).await {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => Stats::add(&stats.net_input_bytes, n as u64),
+                }
+            }
+        };
+        enum Outcome {
+            Value(Value),
+            Ended,
+            Gone,
+        }
         let outcome = tokio::select! {
-            v = &mut rx => v.ok(),
-            _ = async { match timeout { Some(t) => tokio::time::sleep(t).await, None => std::future::pending().await } } => None,
-            _ = shutdown.wait_for(|s| *s) => None,
+            v = &mut rx => v.map_or(Outcome::Ended, Outcome::Value),
+            _ = async { match timeout { Some(t) => tokio::time::sleep(t).await, None => std::future::pending().await } } => Outcome::Ended,
+            _ = shutdown.wait_for(|s| *s) => Outcome::Ended,
+            _ = gone => Outcome::Gone,
+            _ = info.kill_notify.notified() => Outcome::Gone,
         };
         self.state.info.blocked.store(false, Ordering::Relaxed);
-        if let Some(v) = outcome {
-            return v;
+        match outcome {
+            Outcome::Value(v) => Some(v),
+            Outcome::Ended => {
+                // Withdraw under the lock; a grant that raced the timeout is already in the channel and wins.
+                cancel(&mut self.shared.store.lock());
+                Some(rx.try_recv().unwrap_or(timeout_reply))
+            }
+            Outcome::Gone => {
+                let mut store = self.shared.store.lock();
+                // Closed under the store lock: from here on no grant can reach this client.
+                rx.close();
+                cancel(&mut store);
+                if let (Ok(v), Some(abandon)) = (rx.try_recv(), abandon) {
+                    abandon(&mut store, v);
+                }
+                None
+            }
         }
-        // Withdraw under the lock; a grant that raced the timeout is already in the channel and wins.
-        cancel(&mut self.shared.store.lock());
-        rx.try_recv().unwrap_or(timeout_reply)
     }
 
     fn push_reply(&mut self, v: &Value) {

@@ -21,6 +21,9 @@ pub struct Block {
     pub timeout: Option<Duration>,
     /// Runs under the store lock when the wait ends without a value (timeout or shutdown): withdraws the waiter.
     pub cancel: Box<dyn FnOnce(&mut Store) + Send>,
+    /// Runs under the store lock when a value arrived but the client is gone (it disconnected or was killed while
+    /// waiting), with that value: gives back what was granted to nobody.
+    pub abandon: Option<Box<dyn FnOnce(&mut Store, Value) + Send>>,
     /// The reply when the wait times out.
     pub timeout_reply: Value,
 }

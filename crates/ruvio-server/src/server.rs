@@ -121,6 +121,7 @@ pub async fn active_expiry(shared: Arc<Shared>) {
         if removed > 0 {
             Stats::add(&shared.stats.expired_keys, removed as u64);
             store.settle_expired(now);
+            crate::locks::engine::after_command(&mut store, &shared, now);
         }
     }
 }

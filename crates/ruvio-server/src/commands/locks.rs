@@ -1,5 +1,273 @@
-//! Lock commands: LEASE, RENEW, RELEASE, SEMAPHORE, IFGT, LOCKINFO. The rules live in [`crate::locks::engine`].
+//! Lock commands: LEASE, RENEW, RELEASE, SEMAPHORE, IFGT, LOCKINFO, and the internal records LOCKSET, LOCKDROP
+//! and FENCESET that the write log holds instead of them. The rules live in [`crate::locks::engine`]; these
+//! handlers parse arguments and shape replies. The engine logs every write itself (with explicit tokens and
+//! absolute deadlines), so the handlers propagate nothing.
 
-use super::CommandSpec;
+use std::sync::Arc;
+use std::time::Duration;
 
-pub static COMMANDS: &[CommandSpec] = &[];
+use bytes::Bytes;
+use ruvio_protocol::Value;
+
+use super::flags::*;
+use super::{eq_ic, int_arg, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
+use crate::context::{Block, Ctx};
+use crate::locks::engine::{self, LockError, MAX_LIMIT, MAX_TTL_MS};
+use crate::locks::{records, Want};
+use crate::shared::Shared;
+use crate::store::Store;
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: $keys, group: "lock", summary: $summary, handler: $handler, subcommands: &[] }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd!("lease", -3, WRITE | DENYOOM | FAST | BLOCKING, (1, 1, 1), "Takes a single-holder lock with a TTL and returns its fencing token, or nil when it is held.", lease),
+    cmd!("renew", 4, WRITE | FAST, (1, 1, 1), "Moves the deadline of a lock held with the given token.", renew),
+    cmd!("release", 3, WRITE | FAST, (1, 1, 1), "Releases a lock (or semaphore slot) held with the given token.", release),
+    cmd!("semaphore", -4, WRITE | DENYOOM | FAST | BLOCKING, (1, 1, 1), "Takes one of N slots of a semaphore with its own TTL and fencing token, or nil when all are taken.", semaphore),
+    cmd!("ifgt", -4, WRITE | DENYOOM, (1, 1, 1), "Writes a string value only if no higher fencing token has written the key.", ifgt),
+    cmd!("lockinfo", 2, READONLY | FAST, (1, 1, 1), "Shows a lock's kind, limit, holders with their tokens and remaining time, and waiters.", lockinfo),
+    cmd!("lockset", 6, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a lock holder with explicit token and wall-clock deadline.", lockset),
+    cmd!("lockdrop", 3, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a lock holder is gone.", lockdrop),
+    cmd!("fenceset", 5, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a fenced write (IFGT) with explicit token and wall-clock deadline.", fenceset),
+];
+
+const ERR_TTL: &str = "ERR invalid ttl_ms: must be between 1 and 2592000000 (30 days)";
+const ERR_LIMIT: &str = "ERR invalid limit: must be between 1 and 100000";
+
+/// A fencing token argument: a positive 64-bit integer.
+fn token_arg(b: &[u8]) -> Result<i64, Value> {
+    match parse_i64(b) {
+        Some(t) if t > 0 => Ok(t),
+        _ => Err(Value::error(ERR_NOT_INTEGER)),
+    }
+}
+
+fn ttl_arg(b: &[u8]) -> Result<u64, Value> {
+    let ttl = int_arg(b)?;
+    if !(1..=MAX_TTL_MS).contains(&ttl) {
+        return Err(Value::error(ERR_TTL));
+    }
+    Ok(ttl as u64)
+}
+
+/// `[WAIT timeout_ms]` after the fixed arguments. `Some(None)` waits without a timeout (`WAIT 0`).
+fn wait_arg(rest: &[Bytes]) -> Result<Option<Option<Duration>>, Value> {
+    match rest {
+        [] => Ok(None),
+        [opt, ms] if eq_ic(opt, "wait") => {
+            let ms = int_arg(ms).map_err(|_| Value::error("ERR timeout is not an integer or out of range"))?;
+            if ms < 0 {
+                return Err(Value::error("ERR timeout is negative"));
+            }
+            if ms > MAX_TTL_MS {
+                return Err(Value::error("ERR timeout is out of range"));
+            }
+            Ok(Some((ms > 0).then(|| Duration::from_millis(ms as u64))))
+        }
+        _ => Err(Value::error(ERR_SYNTAX)),
+    }
+}
+
+fn lease(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let parsed = ttl_arg(&args[2]).and_then(|ttl| Ok((ttl, wait_arg(&args[3..])?)));
+    match parsed {
+        Ok((ttl, wait)) => acquire(ctx, Want::Lease, ttl, wait),
+        Err(e) => e,
+    }
+}
+
+fn semaphore(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let parsed = (|| {
+        let limit = int_arg(&args[2])?;
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Value::error(ERR_LIMIT));
+        }
+        Ok((limit as u32, ttl_arg(&args[3])?, wait_arg(&args[4..])?))
+    })();
+    match parsed {
+        Ok((limit, ttl, wait)) => acquire(ctx, Want::Semaphore { limit }, ttl, wait),
+        Err(e) => e,
+    }
+}
+
+/// LEASE and SEMAPHORE: grant now, or queue the client when it asked to WAIT (never inside MULTI/EXEC).
+fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>>) -> Value {
+    ctx.propagate_nothing();
+    let (key, db, now) = (ctx.args[1].clone(), ctx.client.db, ctx.now);
+    let granted = engine::acquire(ctx.store(), db, &key, want, ttl_ms, now);
+    match granted {
+        Err(e) => e.reply(),
+        Ok(Some(token)) => Value::Integer(token),
+        Ok(None) => match wait {
+            Some(timeout) if !ctx.in_exec => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let id = engine::enqueue_waiter(ctx.store(), db, &key, want, ttl_ms, tx);
+                let shared: Arc<Shared> = ctx.shared.clone();
+                let abandon_shared = shared.clone();
+                let cancel_key = key.clone();
+                ctx.block = Some(Block {
+                    rx,
+                    timeout,
+                    cancel: Box::new(move |store: &mut Store| {
+                        engine::cancel_waiter(store, db, &cancel_key, id);
+                        // Withdrawing a waiter can unblock the queue behind it; those grants set timers.
+                        engine::after_command(store, &shared, crate::clock::mono_ms());
+                    }),
+                    abandon: Some(Box::new(move |store: &mut Store, granted: Value| {
+                        // Granted just as the client left: nobody will use the token, so free the lock now.
+                        if let Value::Integer(token) = granted {
+                            let now = crate::clock::mono_ms();
+                            let _ = engine::release(store, db, &key, token, now);
+                            engine::after_command(store, &abandon_shared, now);
+                        }
+                    })),
+                    timeout_reply: Value::Nil,
+                });
+                Value::Nil
+            }
+            _ => Value::Nil,
+        },
+    }
+}
+
+fn renew(ctx: &mut Ctx) -> Value {
+    ctx.propagate_nothing();
+    let args = ctx.args;
+    let (token, ttl) = match (token_arg(&args[2]), ttl_arg(&args[3])) {
+        (Ok(t), Ok(ttl)) => (t, ttl),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let (db, now) = (ctx.client.db, ctx.now);
+    reply_bool(engine::renew(ctx.store(), db, &args[1], token, ttl, now))
+}
+
+fn release(ctx: &mut Ctx) -> Value {
+    ctx.propagate_nothing();
+    let args = ctx.args;
+    let token = match token_arg(&args[2]) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let (db, now) = (ctx.client.db, ctx.now);
+    reply_bool(engine::release(ctx.store(), db, &args[1], token, now))
+}
+
+fn reply_bool(r: Result<bool, LockError>) -> Value {
+    match r {
+        Ok(done) => Value::Integer(done as i64),
+        Err(e) => e.reply(),
+    }
+}
+
+/// `IFGT key token value [PX ms]`
+fn ifgt(ctx: &mut Ctx) -> Value {
+    ctx.propagate_nothing();
+    let args = ctx.args;
+    let token = match token_arg(&args[2]) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let now = ctx.now;
+    let deadline = match &args[4..] {
+        [] => 0,
+        [opt, ms] if eq_ic(opt, "px") => match int_arg(ms) {
+            Ok(ms) if (1..=i64::MAX / 2).contains(&ms) => now.saturating_add(ms as u64),
+            Ok(_) => return Value::error("ERR invalid expire time in 'ifgt' command"),
+            Err(e) => return e,
+        },
+        _ => return Value::error(ERR_SYNTAX),
+    };
+    let db = ctx.client.db;
+    reply_bool(engine::fence_write(ctx.store(), db, &args[1], token, &args[3], deadline, now))
+}
+
+fn lockinfo(ctx: &mut Ctx) -> Value {
+    let (db, now) = (ctx.client.db, ctx.now);
+    let key = ctx.args[1].clone();
+    let info = match engine::info(ctx.store(), db, &key, now) {
+        Ok(Some(info)) => info,
+        Ok(None) => return Value::Nil,
+        Err(e) => return e.reply(),
+    };
+    let holders = info
+        .holders
+        .iter()
+        .map(|h| {
+            Value::Map(vec![
+                (Value::bulk_str("token"), Value::Integer(h.token)),
+                (Value::bulk_str("remaining_ms"), Value::Integer(h.remaining_ms as i64)),
+            ])
+        })
+        .collect();
+    Value::Map(vec![
+        (Value::bulk_str("kind"), Value::bulk_str(info.kind)),
+        (Value::bulk_str("limit"), Value::Integer(info.limit as i64)),
+        (Value::bulk_str("holders"), Value::Array(holders)),
+        (Value::bulk_str("waiters"), Value::Integer(info.waiters as i64)),
+    ])
+}
+
+// ----- internal records (see crate::locks::records); replayed by persistence, streamed to replicas -----
+
+fn wall_arg(b: &[u8]) -> Result<i64, Value> {
+    match parse_i64(b) {
+        Some(t) if t >= 0 => Ok(t),
+        _ => Err(Value::error(ERR_NOT_INTEGER)),
+    }
+}
+
+/// `LOCKSET key lease|semaphore limit token deadline_wall_ms`
+fn lockset(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let parsed = (|| {
+        let limit = int_arg(&args[3])?;
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(Value::error(ERR_LIMIT));
+        }
+        let want = if eq_ic(&args[2], "lease") {
+            Want::Lease
+        } else if eq_ic(&args[2], "semaphore") {
+            Want::Semaphore { limit: limit as u32 }
+        } else {
+            return Err(Value::error(ERR_SYNTAX));
+        };
+        Ok((want, token_arg(&args[4])?, wall_arg(&args[5])?))
+    })();
+    let (want, token, wall) = match parsed {
+        Ok(p) => p,
+        Err(e) => return e,
+    };
+    let (db, now) = (ctx.client.db, ctx.now);
+    records::apply_lockset(ctx.store(), db, &args[1], want, token, wall, now);
+    Value::ok()
+}
+
+/// `LOCKDROP key token`
+fn lockdrop(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let token = match token_arg(&args[2]) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    let (db, now) = (ctx.client.db, ctx.now);
+    records::apply_lockdrop(ctx.store(), db, &args[1], token, now);
+    Value::ok()
+}
+
+/// `FENCESET key token value deadline_wall_ms`
+fn fenceset(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let (token, wall) = match (token_arg(&args[2]), wall_arg(&args[4])) {
+        (Ok(t), Ok(w)) => (t, w),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let (db, now) = (ctx.client.db, ctx.now);
+    records::apply_fenceset(ctx.store(), db, &args[1], token, &args[3], wall, now);
+    Value::ok()
+}

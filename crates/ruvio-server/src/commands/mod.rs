@@ -40,6 +40,8 @@ pub mod flags {
     /// Not allowed inside MULTI.
     pub const NO_MULTI: u32 = 1 << 11;
     pub const STALE: u32 = 1 << 12;
+    /// A write-log record (LOCKSET, ...): sent by persistence replay and replication, not by applications.
+    pub const INTERNAL: u32 = 1 << 13;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -282,6 +284,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let db = ctx.client.db;
         let args = ctx.args;
         let propagate = std::mem::replace(&mut ctx.propagate, crate::context::Propagate::AsIs);
+        let shared = ctx.shared;
         let store = ctx.store();
         // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
         store.settle_expired(now);
@@ -292,6 +295,8 @@ pub fn call(ctx: &mut Ctx) -> Value {
                 crate::context::Propagate::Nothing => {}
             }
         }
+        // Lock waiters the command made room for (DEL, FLUSH, expiry) are granted after its record.
+        crate::locks::engine::after_command(store, shared, now);
     }
     reply
 }

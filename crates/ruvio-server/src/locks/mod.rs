@@ -29,11 +29,33 @@ pub struct Semaphore {
 }
 
 pub mod engine;
+pub mod records;
+pub mod timer;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use ruvio_protocol::Value;
+use tokio::sync::oneshot;
 
 use crate::keyspace::CompactBytes;
 use tokens::TokenIssuer;
+
+/// What a waiting client asked for; it is granted exactly what the same command would get at that moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    Lease,
+    Semaphore { limit: u32 },
+}
+
+/// A client blocked in `LEASE ... WAIT` or `SEMAPHORE ... WAIT`.
+#[derive(Debug)]
+pub struct Waiter {
+    pub id: u64,
+    pub want: Want,
+    pub ttl_ms: u64,
+    /// Closed when the client gave up (timeout, disconnect): such a waiter is skipped, never granted.
+    pub reply: oneshot::Sender<Value>,
+}
 
 /// Counters for INFO's `locks` section.
 #[derive(Debug, Default, Clone)]
@@ -44,6 +66,7 @@ pub struct LockStats {
     /// Holders whose TTL ran out while they held the lock.
     pub expirations: u64,
     pub waits: u64,
+    /// Waits that ended without a grant (timeout or the client left).
     pub wait_timeouts: u64,
 }
 
@@ -55,11 +78,31 @@ pub struct LockState {
     /// expires (see docs/fencing.md); cleared by FLUSHDB/FLUSHALL.
     fences: Vec<HashMap<CompactBytes, i64>>,
     pub stats: LockStats,
+    /// Per database: waiting clients per key, in arrival order.
+    waiters: Vec<HashMap<CompactBytes, VecDeque<Waiter>>>,
+    next_waiter_id: u64,
+    /// Every holder deadline (monotonic ms) the lock timer must act on. Entries may be stale (released, renewed,
+    /// deleted); the timer re-checks the key, so only a missing entry would be a bug.
+    pub timers: BTreeSet<(u64, usize, CompactBytes)>,
+    /// Set when a deadline earlier than every other was added: the timer task must be woken to sleep less.
+    pub wake_timer: bool,
+    /// Keys whose lock went away or lost a holder while clients wait on them; served once the write that caused it
+    /// is in the log, so a grant is always logged after the write that made room for it.
+    pub pending: Vec<(usize, CompactBytes)>,
 }
 
 impl Default for LockState {
     fn default() -> Self {
-        LockState { tokens: TokenIssuer::new(0), fences: Vec::new(), stats: LockStats::default() }
+        LockState {
+            tokens: TokenIssuer::new(0),
+            fences: Vec::new(),
+            stats: LockStats::default(),
+            waiters: Vec::new(),
+            next_waiter_id: 1,
+            timers: BTreeSet::new(),
+            wake_timer: false,
+            pending: Vec::new(),
+        }
     }
 }
 
@@ -69,5 +112,47 @@ impl LockState {
             self.fences.resize_with(db + 1, HashMap::new);
         }
         &mut self.fences[db]
+    }
+
+    pub fn fence(&self, db: usize, key: &[u8]) -> Option<i64> {
+        self.fences.get(db).and_then(|f| f.get(key).copied())
+    }
+
+    pub fn waiters_mut(&mut self, db: usize) -> &mut HashMap<CompactBytes, VecDeque<Waiter>> {
+        if self.waiters.len() <= db {
+            self.waiters.resize_with(db + 1, HashMap::new);
+        }
+        &mut self.waiters[db]
+    }
+
+    /// Waiters of `key` whose clients are still there.
+    pub fn live_waiters(&self, db: usize, key: &[u8]) -> usize {
+        self.waiters.get(db).and_then(|w| w.get(key)).map_or(0, |q| q.iter().filter(|w| !w.reply.is_closed()).count())
+    }
+
+    pub fn total_live_waiters(&self) -> usize {
+        self.waiters.iter().flat_map(|m| m.values()).flatten().filter(|w| !w.reply.is_closed()).count()
+    }
+
+    pub fn has_waiters(&self, db: usize, key: &[u8]) -> bool {
+        self.waiters.get(db).is_some_and(|w| w.contains_key(key))
+    }
+
+    pub fn next_waiter_id(&mut self) -> u64 {
+        self.next_waiter_id += 1;
+        self.next_waiter_id
+    }
+
+    /// Schedules the lock timer for `deadline`.
+    pub fn arm(&mut self, deadline: u64, db: usize, key: &[u8]) {
+        if self.timers.first().is_none_or(|first| deadline < first.0) {
+            self.wake_timer = true;
+        }
+        self.timers.insert((deadline, db, CompactBytes::new(key)));
+    }
+
+    /// Forgets a deadline that no longer applies (renewed or released), so the timer set does not grow with renewals.
+    pub fn disarm(&mut self, deadline: u64, db: usize, key: &[u8]) {
+        self.timers.remove(&(deadline, db, CompactBytes::new(key)));
     }
 }

@@ -1,0 +1,119 @@
+//! The write-log records of the lock engine, and how a replay applies them.
+//!
+//! Lock commands are not replayable as received: LEASE issues a token from the clock, and TTLs are relative. So
+//! every lock write is logged as one of these internal commands, with the token explicit and the deadline as
+//! absolute wall-clock ms (Unix epoch):
+//!
+//! - `LOCKSET key lease 1 token deadline_wall_ms`: `key` is a lease held by `token` until the deadline (a grant or
+//!   a RENEW).
+//! - `LOCKSET key semaphore limit token deadline_wall_ms`: `token` holds a slot of the semaphore `key` (limit
+//!   `limit`) until the deadline; an existing slot with that token is updated (RENEW).
+//! - `LOCKDROP key token`: `token` no longer holds `key` (RELEASE, or one semaphore slot that expired). A lease or
+//!   semaphore whose last holder goes is removed. Whole-key expiry is logged as `DEL key`, like any expired key.
+//! - `FENCESET key token value deadline_wall_ms`: IFGT succeeded: the fence of `key` is at least `token` and
+//!   `key` holds the string `value` (deadline 0 = none; a deadline already past removes the key).
+//!
+//! Applying a record never issues a token; it records the token with `TokenIssuer::observe`, so a server that
+//! replayed the log only issues larger tokens.
+
+use bytes::Bytes;
+
+use super::{Holder, Lease, Semaphore, Want};
+use crate::clock;
+use crate::keyspace::{CompactBytes, Data, Entry};
+use crate::store::Store;
+
+fn num(n: i64) -> Bytes {
+    Bytes::from(n.to_string())
+}
+
+pub fn lockset(key: &[u8], want: Want, token: i64, deadline: u64) -> Vec<Bytes> {
+    let (kind, limit): (&'static [u8], u32) = match want {
+        Want::Lease => (b"lease", 1),
+        Want::Semaphore { limit } => (b"semaphore", limit),
+    };
+    vec![
+        Bytes::from_static(b"LOCKSET"),
+        Bytes::copy_from_slice(key),
+        Bytes::from_static(kind),
+        num(limit as i64),
+        num(token),
+        num(clock::mono_to_wall(deadline)),
+    ]
+}
+
+pub fn lockdrop(key: &[u8], token: i64) -> Vec<Bytes> {
+    vec![Bytes::from_static(b"LOCKDROP"), Bytes::copy_from_slice(key), num(token)]
+}
+
+pub fn fenceset(key: &[u8], token: i64, value: &[u8], deadline: u64) -> Vec<Bytes> {
+    let wall = if deadline == 0 { 0 } else { clock::mono_to_wall(deadline) };
+    vec![Bytes::from_static(b"FENCESET"), Bytes::copy_from_slice(key), num(token), Bytes::copy_from_slice(value), num(wall)]
+}
+
+/// Applies `LOCKSET`. The caller has checked `token > 0`, `limit >= 1` (1 for a lease).
+pub fn apply_lockset(store: &mut Store, db: usize, key: &[u8], want: Want, token: i64, deadline_wall_ms: i64, now: u64) {
+    store.locks.tokens.observe(token);
+    let deadline = clock::wall_to_mono(deadline_wall_ms).max(1);
+    let holder = Holder { token, deadline };
+    let entry = match (want, store.dbs[db].get(key, now).map(|e| &e.data)) {
+        (Want::Lease, _) => Entry { data: Data::Lease(Box::new(Lease { token })), expire_at: deadline },
+        (Want::Semaphore { limit }, Some(Data::Semaphore(s))) => {
+            let mut sem = Semaphore { limit, holders: s.holders.clone() };
+            match sem.holders.iter_mut().find(|h| h.token == token) {
+                Some(h) => h.deadline = deadline,
+                None => sem.holders.push(holder),
+            }
+            let latest = sem.holders.iter().map(|h| h.deadline).max().unwrap_or(deadline);
+            Entry { data: Data::Semaphore(Box::new(sem)), expire_at: latest }
+        }
+        (Want::Semaphore { limit }, _) => {
+            Entry { data: Data::Semaphore(Box::new(Semaphore { limit, holders: vec![holder] })), expire_at: deadline }
+        }
+    };
+    store.dbs[db].insert(key, entry);
+    store.locks.arm(deadline, db, key);
+    store.dirty += 1;
+}
+
+/// Applies `LOCKDROP`.
+pub fn apply_lockdrop(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
+    // None: the key stays as it is; Some(None): the key goes; Some(Some(d)): the semaphore's deadline becomes d.
+    let change: Option<Option<u64>> = match store.dbs[db].get_mut(key, now) {
+        Some(Data::Lease(l)) if l.token == token => Some(None),
+        Some(Data::Semaphore(s)) => {
+            s.holders.retain(|h| h.token != token);
+            Some(s.holders.iter().map(|h| h.deadline).max())
+        }
+        _ => None,
+    };
+    match change {
+        Some(Some(latest)) => {
+            store.dbs[db].set_expire(key, latest, now);
+        }
+        Some(None) => {
+            store.dbs[db].remove(key, now);
+        }
+        None => {}
+    }
+    store.locks.pending.push((db, CompactBytes::new(key)));
+    store.dirty += 1;
+}
+
+/// Applies `FENCESET`.
+pub fn apply_fenceset(store: &mut Store, db: usize, key: &[u8], token: i64, value: &[u8], deadline_wall_ms: i64, now: u64) {
+    let fences = store.locks.fences_mut(db);
+    let fence = fences.entry(CompactBytes::new(key)).or_insert(token);
+    *fence = (*fence).max(token);
+    if deadline_wall_ms != 0 && deadline_wall_ms <= clock::wall_ms() {
+        if let Some(e) = store.dbs[db].remove(key, now) {
+            if e.data.is_lock() {
+                super::engine::on_lock_gone(store, db, key, now);
+            }
+        }
+    } else {
+        let expire_at = if deadline_wall_ms == 0 { 0 } else { clock::wall_to_mono(deadline_wall_ms) };
+        store.dbs[db].insert(key, Entry { data: Data::Str(CompactBytes::new(value)), expire_at });
+    }
+    store.dirty += 1;
+}

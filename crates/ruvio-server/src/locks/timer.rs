@@ -1,0 +1,31 @@
+//! The lock timer: removes holders the moment their TTL ends and hands the lock to the next waiter.
+//!
+//! The keyspace's active expiry samples keys `hz` times a second, which would leave a waiter stalled for up to a
+//! cycle after a lease ran out. This task instead sleeps until the earliest holder deadline (kept in
+//! `LockState::timers`), or until a command sets an earlier one and notifies `Shared::lock_timer`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock;
+use crate::shared::Shared;
+
+pub async fn run(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.subscribe();
+    loop {
+        let next = {
+            let mut store = shared.store.lock();
+            super::engine::expire_due(&mut store, clock::mono_ms())
+        };
+        let sleep = match next {
+            Some(deadline) => Duration::from_millis(deadline.saturating_sub(clock::mono_ms())),
+            // Nothing scheduled: only a notification can bring work.
+            None => Duration::from_secs(3600),
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(sleep) => {}
+            _ = shared.lock_timer.notified() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}
