@@ -660,6 +660,8 @@ async fn lock_keys_and_other_commands() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaying_the_write_log_rebuilds_lock_state() {
     let a = start().await;
+    // What persistence or replication turns on when they consume the log.
+    a.shared.store.lock().log_enabled = true;
     let mut c = a.client().await;
     let l = c.token(&["LEASE", "r:lease", "30000"]).await.unwrap();
     c.int(&["RENEW", "r:lease", &l.to_string(), "40000"]).await;

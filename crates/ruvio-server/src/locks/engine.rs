@@ -40,6 +40,13 @@ impl LockError {
     }
 }
 
+/// Appends a record to the write log; builds it only when something consumes the log.
+fn log_record(store: &mut Store, db: usize, record: impl FnOnce() -> Vec<bytes::Bytes>) {
+    if store.log_enabled {
+        store.log(db, record());
+    }
+}
+
 /// Expires `key` if it is due (whole key, or single semaphore slots) and logs what went, so that whatever the
 /// caller logs next comes after it in the log.
 fn settle_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
@@ -80,7 +87,7 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
     for token in expired {
         store.locks.stats.expirations += 1;
         store.dirty += 1;
-        store.log(db, records::lockdrop(key, token));
+        log_record(store, db, || records::lockdrop(key, token));
     }
     store.locks.pending.push((db, CompactBytes::new(key)));
 }
@@ -184,7 +191,7 @@ fn undo_grant(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
 fn log_grant(store: &mut Store, db: usize, key: &[u8], want: Want, token: i64, deadline: u64) {
     store.locks.stats.grants += 1;
     store.dirty += 1;
-    store.log(db, records::lockset(key, want, token, deadline));
+    log_record(store, db, || records::lockset(key, want, token, deadline));
 }
 
 /// LEASE / SEMAPHORE without waiting: the new token, `None` when the lock is taken (or others queue for it).
@@ -327,7 +334,7 @@ pub fn renew(store: &mut Store, db: usize, key: &[u8], token: i64, ttl_ms: u64, 
     store.locks.arm(deadline, db, key);
     store.locks.stats.renewals += 1;
     store.dirty += 1;
-    store.log(db, records::lockset(key, want, token, deadline));
+    log_record(store, db, || records::lockset(key, want, token, deadline));
     Ok(true)
 }
 
@@ -355,7 +362,7 @@ pub fn release(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) -
     disarm_unused(store, db, key, deadline);
     store.locks.stats.releases += 1;
     store.dirty += 1;
-    store.log(db, records::lockdrop(key, token));
+    log_record(store, db, || records::lockdrop(key, token));
     serve_key(store, db, key, now);
     Ok(true)
 }
@@ -395,7 +402,7 @@ pub fn fence_write(store: &mut Store, db: usize, key: &[u8], token: i64, value: 
     store.locks.fences_mut(db).insert(CompactBytes::new(key), token);
     store.dbs[db].insert(key, Entry { data: Data::Str(CompactBytes::new(value)), expire_at: deadline });
     store.dirty += 1;
-    store.log(db, records::fenceset(key, token, value, deadline));
+    log_record(store, db, || records::fenceset(key, token, value, deadline));
     Ok(true)
 }
 
