@@ -1,0 +1,114 @@
+//! One async TCP connection: open it within a deadline, send requests, read their replies within a deadline.
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use ruvio_protocol::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{timeout_at, Instant};
+
+use crate::endpoint::Hint;
+use crate::error::{Error, ErrorKind, Result};
+use crate::options::ClientBuilder;
+use crate::reply_buffer::ReplyBuffer;
+
+#[derive(Debug)]
+pub(crate) struct Connection {
+    stream: TcpStream,
+    replies: ReplyBuffer,
+}
+
+impl Connection {
+    /// Connects to the first endpoint that answers and runs the handshake, all before `deadline`.
+    pub async fn open(opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
+        let mut last = Error::new(ErrorKind::InvalidConfig, "no address to connect to");
+        for endpoint in opts.connector.endpoints() {
+            let addrs = match timeout_at(deadline, tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))).await {
+                Err(_) => return Err(Error::timeout("connect (name lookup)")),
+                Ok(Err(e)) => {
+                    last = Error::new(ErrorKind::InvalidConfig, format!("cannot resolve {}: {e}", endpoint.host));
+                    continue;
+                }
+                Ok(Ok(a)) => a,
+            };
+            for addr in addrs {
+                let attempt = match timeout_at(deadline, TcpStream::connect(addr)).await {
+                    Err(_) => Err(Error::timeout("connect")),
+                    Ok(Err(e)) => Err(Error::io(e)),
+                    Ok(Ok(stream)) => Connection::set_up(stream, opts, deadline).await,
+                };
+                match attempt {
+                    Ok(c) => return Ok(c),
+                    Err(e) if e.is_server_error() => return Err(e),
+                    Err(e) => last = e,
+                }
+            }
+        }
+        opts.connector.rediscover(Hint::Unreachable);
+        Err(last)
+    }
+
+    async fn set_up(stream: TcpStream, opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
+        stream.set_nodelay(true).map_err(Error::io)?;
+        let mut conn = Connection { stream, replies: ReplyBuffer::default() };
+        let handshake = opts.handshake();
+        if handshake.is_empty() {
+            return Ok(conn);
+        }
+        let mut out = BytesMut::new();
+        for c in &handshake {
+            c.write_to(&mut out);
+        }
+        let replies = conn.request(&out, handshake.len(), Some(deadline)).await.map_err(|e| match e.kind() {
+            ErrorKind::Timeout => Error::timeout("connect (handshake)"),
+            _ => e,
+        })?;
+        if let Some(Value::Error(text)) = replies.iter().find(|r| r.is_error()) {
+            return Err(Error::server(text));
+        }
+        Ok(conn)
+    }
+
+    /// Sends `bytes` and reads `count` replies, giving up at `deadline` (`None`: wait as long as it takes).
+    pub async fn request(&mut self, bytes: &[u8], count: usize, deadline: Option<Instant>) -> Result<Vec<Value>> {
+        let work = self.exchange(bytes, count);
+        match deadline {
+            Some(d) => timeout_at(d, work).await.map_err(|_| Error::timeout("command"))?,
+            None => work.await,
+        }
+    }
+
+    async fn exchange(&mut self, bytes: &[u8], count: usize) -> Result<Vec<Value>> {
+        self.stream.write_all(bytes).await.map_err(Error::io)?;
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            if let Some(v) = self.replies.next()? {
+                out.push(v);
+                continue;
+            }
+            let spare = self.replies.spare();
+            let n = match self.stream.read(spare).await {
+                Ok(0) => Err(Error::dropped()),
+                Ok(n) => Ok(n),
+                Err(e) => Err(Error::io(e)),
+            };
+            self.replies.filled(*n.as_ref().unwrap_or(&0));
+            n?;
+        }
+        Ok(out)
+    }
+
+    /// True when the server has closed this connection while it sat idle; see the blocking
+    /// connection's `closed_by_peer`.
+    pub async fn closed_by_peer(&self) -> bool {
+        let mut probe = [0u8; 1];
+        // Polled once: data or EOF already known to the reactor answer at once, an idle socket is pending.
+        match tokio::time::timeout(Duration::ZERO, self.stream.peek(&mut probe)).await {
+            Err(_) => false,
+            Ok(Ok(0)) => true,
+            Ok(Ok(_)) => false,
+            Ok(Err(_)) => true,
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! What `LOCKINFO` tells about a lock or semaphore.
+
+use ruvio_protocol::Value;
+
+use crate::error::{Error, Result};
+use crate::from_value::{elements, pairs, FromValue};
+use crate::Token;
+
+/// Which command created the lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// A single-holder lock from `LEASE`.
+    Lease,
+    /// A counted lock from `SEMAPHORE`.
+    Semaphore,
+    /// A kind this client version does not know, as the server named it.
+    Other(String),
+}
+
+/// One current holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockHolder {
+    /// The holder's fencing token.
+    pub token: Token,
+    /// Milliseconds until the holder's grant expires, as the server saw it when answering.
+    pub remaining_ms: i64,
+}
+
+/// The answer of `LOCKINFO key` ([`Client::lock_info`](crate::Client::lock_info)); read the same from a RESP3
+/// map or a RESP2 flat array.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockInfo {
+    /// Lease or semaphore.
+    pub kind: LockKind,
+    /// How many holders are allowed at once (1 for a lease).
+    pub limit: i64,
+    /// The current holders.
+    pub holders: Vec<LockHolder>,
+    /// How many clients wait for it (`LEASE ... WAIT`, `SEMAPHORE ... WAIT`).
+    pub waiters: i64,
+}
+
+fn field_name(v: &Value) -> Option<String> {
+    v.as_bytes().map(|b| String::from_utf8_lossy(b).to_ascii_lowercase())
+}
+
+impl FromValue for LockHolder {
+    fn from_value(v: Value) -> Result<Self> {
+        // Either a [token, remaining] pair or named fields.
+        let items = elements(v.clone())?;
+        if items.len() == 2 && items[0].as_i64().is_some() {
+            let mut it = items.into_iter();
+            return Ok(LockHolder {
+                token: i64::from_value(it.next().expect("two items"))?,
+                remaining_ms: i64::from_value(it.next().expect("two items"))?,
+            });
+        }
+        let (mut token, mut remaining_ms) = (None, None);
+        for (k, v) in pairs(v)? {
+            match field_name(&k).as_deref() {
+                Some("token") => token = Some(i64::from_value(v)?),
+                Some("remaining" | "remaining_ms" | "ttl" | "pttl" | "ttl_ms") => remaining_ms = Some(i64::from_value(v)?),
+                _ => {}
+            }
+        }
+        match (token, remaining_ms) {
+            (Some(token), Some(remaining_ms)) => Ok(LockHolder { token, remaining_ms }),
+            _ => Err(Error::type_error("LOCKINFO holder without token and remaining time")),
+        }
+    }
+}
+
+impl FromValue for LockInfo {
+    fn from_value(v: Value) -> Result<Self> {
+        let mut info = LockInfo { kind: LockKind::Lease, limit: 1, holders: Vec::new(), waiters: 0 };
+        let mut seen_kind = false;
+        for (k, v) in pairs(v)? {
+            match field_name(&k).as_deref() {
+                Some("kind" | "type") => {
+                    seen_kind = true;
+                    let name = String::from_value(v)?;
+                    info.kind = match name.to_ascii_lowercase().as_str() {
+                        "lease" | "lock" => LockKind::Lease,
+                        "semaphore" => LockKind::Semaphore,
+                        _ => LockKind::Other(name),
+                    };
+                }
+                Some("limit") => info.limit = Option::<i64>::from_value(v)?.unwrap_or(1),
+                Some("holders") => info.holders = Vec::from_value(v)?,
+                Some("waiters") => {
+                    info.waiters = match v {
+                        Value::Integer(n) => n,
+                        other => elements(other)?.len() as i64,
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !seen_kind {
+            return Err(Error::type_error("LOCKINFO reply without a kind"));
+        }
+        Ok(info)
+    }
+}

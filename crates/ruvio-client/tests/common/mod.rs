@@ -1,0 +1,165 @@
+//! Starts real `ruvio` server processes for the tests: a free loopback port, a temporary data folder,
+//! and control over the process (pause with SIGSTOP, resume, restart).
+
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The `ruvio` binary of this workspace, built once per test run so it is never stale.
+pub fn ruvio_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let workspace = manifest.parent().and_then(Path::parent).expect("crates/ruvio-client is two levels down");
+        let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| workspace.join("target"));
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "ruvio"])
+            .current_dir(workspace)
+            .env("CARGO_TARGET_DIR", &target)
+            .status()
+            .expect("running cargo build -p ruvio");
+        assert!(status.success(), "cargo build -p ruvio failed");
+        let binary = target.join("debug").join("ruvio");
+        assert!(binary.exists(), "no ruvio binary at {}", binary.display());
+        binary
+    })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A running `ruvio` process; killed on drop.
+pub struct Server {
+    pub port: u16,
+    extra: Vec<String>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Server {
+    /// A server on a free loopback port.
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A server with extra flags, such as `["--requirepass", "pw"]`.
+    pub fn start_with(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut server = Server { port: 0, extra: extra.iter().map(|s| s.to_string()).collect(), dir, child: None };
+        // A port found free can be taken before the server binds it; try a few.
+        for _ in 0..5 {
+            server.port = free_port();
+            if server.spawn() {
+                return server;
+            }
+        }
+        panic!("could not start ruvio");
+    }
+
+    fn spawn(&mut self) -> bool {
+        let log = std::fs::File::create(self.dir.path().join("server.log")).unwrap();
+        let child = Command::new(ruvio_binary())
+            .arg("--port")
+            .arg(self.port.to_string())
+            .arg("--dir")
+            .arg(self.dir.path())
+            .args(&self.extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawning ruvio");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                eprintln!("ruvio exited early ({status}): {}", self.log());
+                self.child = None;
+                return false;
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        panic!("ruvio did not start listening within 10 s: {}", self.log());
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+
+    fn pid(&self) -> libc::pid_t {
+        self.child.as_ref().expect("server running").id() as libc::pid_t
+    }
+
+    /// Freezes the process (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        assert_eq!(unsafe { libc::kill(self.pid(), libc::SIGSTOP) }, 0);
+        self.wait_for_state(true);
+    }
+
+    /// Signals are delivered asynchronously: wait until the kernel reports the process (un)stopped.
+    fn wait_for_state(&self, stopped: bool) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+            // The state is the first field after the parenthesised command name.
+            let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("");
+            if (state == "T" || state == "t") == stopped {
+                return;
+            }
+            assert!(Instant::now() < deadline, "process state stayed {state:?}");
+            thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    /// Lets a paused process run again (SIGCONT).
+    pub fn resume(&self) {
+        assert_eq!(unsafe { libc::kill(self.pid(), libc::SIGCONT) }, 0);
+        self.wait_for_state(false);
+    }
+
+    /// Kills the process.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SIGKILL also ends a stopped process; no SIGCONT first, which would let it answer once more.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the process and starts a new one on the same port and data folder.
+    pub fn restart(&mut self) {
+        self.kill();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.spawn() {
+            assert!(Instant::now() < deadline, "could not restart ruvio on port {}", self.port);
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Client options for this server with short timeouts, so failures show up fast.
+    pub fn builder(&self) -> ruvio_client::ClientBuilder {
+        ruvio_client::Client::builder("127.0.0.1", self.port)
+            .connect_timeout(Duration::from_secs(2))
+            .command_timeout(Some(Duration::from_secs(2)))
+    }
+
+    pub fn client(&self) -> ruvio_client::Client {
+        self.builder().connect().expect("connecting to the test server")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

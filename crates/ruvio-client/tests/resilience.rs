@@ -1,0 +1,119 @@
+//! A server that stops answering, goes away or restarts: errors arrive within the timeouts, never a hang,
+//! and the client reconnects on its own afterwards.
+
+mod common;
+
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::Server;
+use ruvio_client::{cmd, Client, ErrorKind, Protocol};
+
+const SHORT: Duration = Duration::from_millis(300);
+/// Generous upper bound for "within the timeout" on a loaded 2-core machine.
+const SLACK: Duration = Duration::from_millis(1500);
+
+#[test]
+fn command_timeout_against_a_paused_server_then_recovery() {
+    let server = Server::start();
+    let mut db = server.builder().command_timeout(Some(SHORT)).connect().unwrap();
+    db.set("k", "v").unwrap();
+
+    server.pause();
+    let started = Instant::now();
+    let e = db.get::<String>("k").unwrap_err();
+    let took = started.elapsed();
+    assert!(e.is_timeout() && e.is_io_error(), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Timeout);
+    assert!(took >= SHORT - Duration::from_millis(20) && took < SHORT + SLACK, "took {took:?}");
+    assert!(!db.is_connected(), "a connection with a reply possibly in flight must be dropped");
+
+    // Pipelines are bounded the same way.
+    let started = Instant::now();
+    let e = ruvio_client::pipe().cmd("PING").cmd("PING").query::<Vec<String>>(&mut db).unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(started.elapsed() < SHORT * 2 + SLACK);
+
+    server.resume();
+    assert_eq!(db.get::<String>("k").unwrap().as_deref(), Some("v"));
+}
+
+#[test]
+fn connecting_to_a_paused_server_times_out() {
+    let server = Server::start();
+    server.pause();
+    // RESP3 means a HELLO handshake, which the connect timeout bounds along with the TCP connect.
+    let started = Instant::now();
+    let e = server.builder().connect_timeout(SHORT).protocol(Protocol::Resp3).connect().unwrap_err();
+    assert!(e.is_timeout(), "{e}");
+    assert!(started.elapsed() < SHORT + SLACK, "took {:?}", started.elapsed());
+
+    // Without a handshake the connection opens (the kernel accepts for the frozen process) and the first
+    // command times out instead.
+    let mut db = server.builder().connect_timeout(SHORT).command_timeout(Some(SHORT)).connect().unwrap();
+    let started = Instant::now();
+    assert!(db.ping().unwrap_err().is_timeout());
+    assert!(started.elapsed() < SHORT + SLACK);
+    server.resume();
+    db.ping().unwrap();
+}
+
+#[test]
+fn nothing_listening_is_an_io_error() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let started = Instant::now();
+    let e = Client::builder("127.0.0.1", port).connect_timeout(SHORT).connect().unwrap_err();
+    assert!(e.is_io_error() && e.is_connection_refused(), "{e}");
+    assert!(!e.is_timeout() && !e.is_server_error() && e.code().is_none());
+    assert!(started.elapsed() < SLACK);
+}
+
+#[test]
+fn reconnects_after_a_server_restart() {
+    let mut server = Server::start();
+    let mut db = server.client();
+    db.set("before", 1).unwrap();
+
+    server.restart();
+    // The old connection was closed by the server while idle; the client notices before sending and
+    // reconnects, so even a command that must not be repeated goes through on the first try.
+    db.set("after", 2).unwrap();
+    assert_eq!(db.get::<i64>("after").unwrap(), Some(2));
+    assert!(db.is_connected());
+
+    // Killed while a command waits for its reply: the connection drop is reported, then the next call
+    // reconnects.
+    server.pause();
+    let port = server.port;
+    let waiter = thread::spawn(move || {
+        // The handshake-free connect succeeds against the paused server; the PING then waits.
+        let mut db = Client::builder("127.0.0.1", port).command_timeout(Some(Duration::from_secs(10))).connect()?;
+        db.ping()
+    });
+    thread::sleep(Duration::from_millis(300));
+    server.restart();
+    let e = waiter.join().unwrap().unwrap_err();
+    assert!(e.is_connection_dropped() && e.is_io_error() && !e.is_timeout(), "{e}");
+
+    db.ping().unwrap();
+}
+
+#[test]
+fn connection_killed_by_the_server_is_replaced_transparently() {
+    let server = Server::start();
+    let mut db = server.client();
+    let mut admin = server.client();
+    let id: i64 = cmd("CLIENT").arg("ID").query(&mut db).unwrap();
+    let killed: i64 = cmd("CLIENT").arg("KILL").arg("ID").arg(id).query(&mut admin).unwrap();
+    assert_eq!(killed, 1);
+    let bounded = Instant::now() + Duration::from_secs(2);
+    // The kill is asynchronous on the server side; the next command must work either way.
+    thread::sleep(Duration::from_millis(50));
+    assert!(Instant::now() < bounded);
+    db.ping().unwrap();
+    let new_id: i64 = cmd("CLIENT").arg("ID").query(&mut db).unwrap();
+    assert_ne!(new_id, id);
+}
