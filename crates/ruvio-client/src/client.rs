@@ -209,6 +209,10 @@ impl Client {
 
     /// `LEASE key ttl_ms WAIT timeout_ms`: like [`Client::lease`], but waits up to `wait_ms` in the server's
     /// queue for the lock to become free. The command timeout is extended by `wait_ms` for this call.
+    ///
+    /// `wait_ms = 0` asks the server to wait without a limit; the command timeout still ends the call on this
+    /// side (with a timeout error, after which the grant may or may not have happened), unless it was turned
+    /// off with `set_command_timeout(None)`.
     pub fn lease_wait(&mut self, key: impl ToArg, ttl_ms: u64, wait_ms: u64) -> Result<Option<Token>> {
         FromValue::from_value(self.call(&lc::lease(key, ttl_ms, Some(wait_ms)), Duration::from_millis(wait_ms))?)
     }
@@ -245,8 +249,9 @@ impl Client {
         FromValue::from_value(self.call(&lc::semaphore(key, limit, ttl_ms, Some(wait_ms)), Duration::from_millis(wait_ms))?)
     }
 
-    /// `IFGT key token value`: a fenced write. Sets `key` to `value` only if `token` is greater than the
-    /// highest token that wrote `key` before. `1`: written; `0`: a newer holder already wrote, nothing changed.
+    /// `IFGT key token value`: a fenced write. Sets `key` to `value` unless a higher token has written `key`
+    /// before (the same token may write again). `1`: written; `0`: a newer holder already wrote, nothing
+    /// changed.
     pub fn ifgt(&mut self, key: impl ToArg, token: impl TokenArg, value: impl ToArg) -> Result<i64> {
         self.query(&lc::ifgt(key, token, value, None))
     }
@@ -267,8 +272,8 @@ impl Client {
     pub fn acquire(&mut self, key: &str, options: LockOptions) -> Result<Option<LockGuard>> {
         let sent = Instant::now();
         let token = match options.wait {
-            Some(w) => self.lease_wait(key, options.ttl_ms(), w.as_millis() as u64)?,
-            None => self.lease(key, options.ttl_ms())?,
+            Some(w) if !w.is_zero() => self.lease_wait(key, options.ttl_ms(), w.as_millis().max(1) as u64)?,
+            _ => self.lease(key, options.ttl_ms())?,
         };
         self.guard(key, token, options, sent)
     }
@@ -278,8 +283,8 @@ impl Client {
     pub fn acquire_semaphore(&mut self, key: &str, limit: u64, options: LockOptions) -> Result<Option<LockGuard>> {
         let sent = Instant::now();
         let token = match options.wait {
-            Some(w) => self.semaphore_wait(key, limit, options.ttl_ms(), w.as_millis() as u64)?,
-            None => self.semaphore(key, limit, options.ttl_ms())?,
+            Some(w) if !w.is_zero() => self.semaphore_wait(key, limit, options.ttl_ms(), w.as_millis().max(1) as u64)?,
+            _ => self.semaphore(key, limit, options.ttl_ms())?,
         };
         self.guard(key, token, options, sent)
     }

@@ -27,7 +27,8 @@ impl LockOptions {
         LockOptions { ttl: ttl.max(Duration::from_millis(1)), wait: None, auto_renew: true, max_hold: None, safety_margin: None }
     }
 
-    /// Waits up to `wait` in the server's queue when the lock is taken (`LEASE ... WAIT`).
+    /// Waits up to `wait` in the server's queue when the lock is taken (`LEASE ... WAIT`); a zero duration
+    /// does not wait.
     pub fn wait(mut self, wait: Duration) -> LockOptions {
         self.wait = Some(wait);
         self
@@ -90,16 +91,17 @@ pub(crate) struct Schedule {
     cap: Option<Instant>,
     last_granted: Instant,
     retry_at: Option<Instant>,
+    /// The current grant ends at the cap: there is nothing left to renew.
+    at_cap: bool,
 }
 
 impl Schedule {
     pub fn new(options: LockOptions, sent: Instant) -> Schedule {
         let cap = options.max_hold.map(|c| sent + c);
-        let mut deadline = sent + options.ttl;
-        if let Some(cap) = cap {
-            deadline = deadline.min(cap);
-        }
-        Schedule { options, deadline, cap, last_granted: sent, retry_at: None }
+        let uncapped = sent + options.ttl;
+        let at_cap = cap.is_some_and(|c| c <= uncapped);
+        let deadline = cap.map_or(uncapped, |c| c.min(uncapped));
+        Schedule { options, deadline, cap, last_granted: sent, retry_at: None, at_cap }
     }
 
     /// True when a grant that waited in the queue came back so late that the estimate from the send time is
@@ -115,7 +117,7 @@ impl Schedule {
 
     /// The next renewal attempt, if there is one to make.
     pub fn next_renewal(&self) -> Option<Instant> {
-        if !self.options.auto_renew || self.cap.is_some_and(|c| self.deadline >= c) {
+        if !self.options.auto_renew || self.at_cap {
             return None;
         }
         let at = self.retry_at.unwrap_or(self.last_granted + self.options.ttl / 3);
@@ -134,6 +136,8 @@ impl Schedule {
     /// A renewal sent at `sent` for `ttl_ms` succeeded.
     pub fn renewed(&mut self, sent: Instant, ttl_ms: u64) {
         self.deadline = self.deadline.max(sent + Duration::from_millis(ttl_ms));
+        // Only the cap makes a renewal ask for less than the configured TTL.
+        self.at_cap = self.cap.is_some() && ttl_ms < self.options.ttl_ms();
         self.last_granted = sent;
         self.retry_at = None;
     }
@@ -146,9 +150,10 @@ impl Schedule {
 
     /// Why the lock is lost when `loss_at` passes.
     pub fn expiry_reason(&self) -> LossReason {
-        match self.cap {
-            Some(cap) if self.deadline >= cap => LossReason::MaxHoldReached,
-            _ => LossReason::Expired,
+        if self.at_cap {
+            LossReason::MaxHoldReached
+        } else {
+            LossReason::Expired
         }
     }
 }
