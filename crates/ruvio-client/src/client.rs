@@ -22,7 +22,7 @@ use crate::Token;
 /// A blocking connection to a Ruvio (or any Redis-protocol) server.
 ///
 /// Methods take `&mut self`: one command at a time, replies in order. For concurrency open one `Client` per
-/// thread, or use the async [`aio::Client`](crate::aio::Client) (cargo feature `tokio`).
+/// thread, or use the async `aio::Client` (cargo feature `tokio`).
 ///
 /// **Reconnecting.** When the connection breaks (timeout, reset, server restart), the failed call returns the
 /// error and the next call opens a new connection with the same options. Before each command the client also
@@ -303,7 +303,10 @@ impl Client {
             }
             schedule.renewed(renew_sent, ttl_ms);
         }
-        Ok(Some(LockGuard::start(self.opts.clone(), key, token, schedule)))
+        LockGuard::start(self.opts.clone(), key, token, schedule).map(Some).inspect_err(|_| {
+            // Without a guard nobody would renew or release it; free it now rather than at the TTL.
+            let _ = self.release(key, token);
+        })
     }
 
     /// Sends a command that is safe to repeat, once more on a new connection if the connection dropped.

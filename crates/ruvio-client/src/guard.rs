@@ -63,7 +63,7 @@ enum Control {
 /// [`Client::acquire_semaphore`].
 ///
 /// - **Renewal**: a background thread, on its own connection (opened with the acquiring client's options),
-///   sends `RENEW` about every TTL/3, unless [`LockOptions::no_renew`] was given.
+///   sends `RENEW` about every TTL/3, unless [`LockOptions::no_renew`](crate::LockOptions::no_renew) was given.
 /// - **Loss**: when no renewal has succeeded and the grant's deadline, estimated on this process's monotonic
 ///   clock from when the request was sent, comes within the safety margin, or when `RENEW` answers 0, the
 ///   [`LossSignal`] is raised and renewal stops for good. A paused or unreachable server therefore raises the
@@ -91,15 +91,15 @@ impl std::fmt::Debug for Control {
 }
 
 impl LockGuard {
-    pub(crate) fn start(opts: ClientBuilder, key: &str, token: Token, schedule: Schedule) -> LockGuard {
+    pub(crate) fn start(opts: ClientBuilder, key: &str, token: Token, schedule: Schedule) -> Result<LockGuard> {
         let loss = LossSignal::default();
         let (control, inbox) = mpsc::channel();
         let worker = Renewer { client: Client::lazy(opts), key: key.to_string(), token, schedule, loss: loss.clone() };
         let thread = thread::Builder::new()
-            .name(format!("ruvio-lock-{key}"))
+            .name("ruvio-lock-renewal".to_string())
             .spawn(move || worker.run(inbox))
-            .expect("spawning the renewal thread");
-        LockGuard { key: key.to_string(), token, loss, control: Some(control), thread: Some(thread) }
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot start the renewal thread: {e}")))?;
+        Ok(LockGuard { key: key.to_string(), token, loss, control: Some(control), thread: Some(thread) })
     }
 
     /// The fencing token of this grant.

@@ -157,3 +157,49 @@ impl Schedule {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn renews_at_a_third_and_gives_up_a_margin_early() {
+        let t0 = Instant::now();
+        let mut s = Schedule::new(LockOptions::new(MS * 300), t0);
+        assert_eq!(s.next_renewal(), Some(t0 + MS * 100));
+        assert_eq!(s.loss_at(), t0 + MS * 240);
+        assert_eq!(s.renewal_ttl_ms(t0), 300);
+        s.renewed(t0 + MS * 100, 300);
+        assert_eq!(s.loss_at(), t0 + MS * 340);
+        assert_eq!(s.next_renewal(), Some(t0 + MS * 200));
+        s.failed(t0 + MS * 200);
+        assert_eq!(s.next_renewal(), Some(t0 + MS * 215), "retries soon after a failure");
+        assert_eq!(s.expiry_reason(), LossReason::Expired);
+    }
+
+    #[test]
+    fn the_cap_shortens_the_last_renewal_and_ends_renewing() {
+        let t0 = Instant::now();
+        let mut s = Schedule::new(LockOptions::new(MS * 300).max_hold(MS * 500), t0);
+        s.renewed(t0 + MS * 100, s.renewal_ttl_ms(t0 + MS * 100));
+        assert!(s.next_renewal().is_some());
+        let ttl = s.renewal_ttl_ms(t0 + MS * 300);
+        assert_eq!(ttl, 200);
+        s.renewed(t0 + MS * 300, ttl);
+        assert_eq!(s.next_renewal(), None);
+        assert_eq!(s.loss_at(), t0 + MS * 440);
+        assert_eq!(s.expiry_reason(), LossReason::MaxHoldReached);
+    }
+
+    #[test]
+    fn no_renew_and_late_waited_grants() {
+        let t0 = Instant::now();
+        assert_eq!(Schedule::new(LockOptions::new(MS * 300).no_renew(), t0).next_renewal(), None);
+        let waited = Schedule::new(LockOptions::new(MS * 300).wait(MS * 1000), t0);
+        assert!(!waited.needs_confirmation(t0 + MS * 50));
+        assert!(waited.needs_confirmation(t0 + MS * 150));
+        assert!(!Schedule::new(LockOptions::new(MS * 300), t0).needs_confirmation(t0 + MS * 150));
+    }
+}

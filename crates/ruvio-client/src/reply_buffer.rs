@@ -5,12 +5,16 @@ use ruvio_protocol::{decode_value, DecodeLimits, Value};
 
 use crate::error::Result;
 
-/// How much room each read gets.
+/// The least room each read gets.
 const CHUNK: usize = 16 * 1024;
+/// The most room one read gets.
+const MAX_CHUNK: usize = 4 * 1024 * 1024;
 
 #[derive(Debug, Default)]
 pub(crate) struct ReplyBuffer {
     buf: BytesMut,
+    /// The size of the slice handed out by the last [`ReplyBuffer::spare`].
+    offered: usize,
 }
 
 impl ReplyBuffer {
@@ -31,15 +35,20 @@ impl ReplyBuffer {
     }
 
     /// Room for the next read: the caller reads into the returned slice and reports how much came in.
+    ///
+    /// The decoder parses a partial reply from its start each time, so the room grows with what is already
+    /// buffered: a large reply is then parsed a logarithmic number of times, not once per fixed-size chunk.
     pub fn spare(&mut self) -> &mut [u8] {
         let len = self.buf.len();
-        self.buf.resize(len + CHUNK, 0);
+        self.offered = len.clamp(CHUNK, MAX_CHUNK);
+        self.buf.resize(len + self.offered, 0);
         &mut self.buf[len..]
     }
 
     /// Keeps `n` of the bytes of the last [`ReplyBuffer::spare`] slice.
     pub fn filled(&mut self, n: usize) {
-        let keep = self.buf.len() - (CHUNK - n);
+        let keep = self.buf.len() - (self.offered - n);
         self.buf.truncate(keep);
+        self.offered = 0;
     }
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use common::Server;
-use ruvio_client::{cmd, pipe, Client, ErrorKind, Pipeline, Protocol, Value, DEFAULT_COMMAND_TIMEOUT};
+use ruvio_client::{cmd, pipe, Client, ClientBuilder, Cmd, ErrorKind, Pipeline, Protocol, Value, DEFAULT_COMMAND_TIMEOUT};
 
 #[test]
 fn connect_with_defaults_and_basic_methods() {
@@ -116,6 +116,14 @@ fn arbitrary_commands_and_conversions() {
     assert_eq!(db.get::<Vec<u8>>("blob").unwrap(), Some(blob));
     assert_eq!(db.get::<bytes::Bytes>("k").unwrap().as_deref(), Some(&b"42"[..]));
 
+    // Large replies: one 3 MB value, and 20 000 small ones in one array.
+    let big = "x".repeat(3 * 1024 * 1024);
+    db.set("big", &big).unwrap();
+    assert_eq!(db.get::<String>("big").unwrap().map(|v| v.len()), Some(big.len()));
+    let keys: Vec<String> = (0..20_000).map(|i| format!("many:{i}")).collect();
+    let many: Vec<Option<String>> = cmd("MGET").args(&keys).query(&mut db).unwrap();
+    assert_eq!(many.len(), keys.len());
+
     cmd("MSET").args(["a", "1", "b", "2"]).query::<()>(&mut db).unwrap();
     let both: Vec<Option<i64>> = cmd("MGET").args(["a", "b", "c"]).query(&mut db).unwrap();
     assert_eq!(both, vec![Some(1), Some(2), None]);
@@ -207,6 +215,9 @@ fn disconnect_and_command_timeout_setting() {
     db.set_command_timeout(None);
     assert_eq!(db.command_timeout(), None);
     db.ping().unwrap();
+    let replies: Vec<String> = db.query_pipeline(&Pipeline::new().add_command(Cmd::new("ECHO").arg("x"))).unwrap();
+    assert_eq!(replies, vec!["x".to_string()]);
+    ClientBuilder::new("127.0.0.1", server.port).connect().unwrap().ping().unwrap();
     // A second client from the same options reaches the same server.
     let mut twin = db.options().clone().connect().unwrap();
     twin.ping().unwrap();
