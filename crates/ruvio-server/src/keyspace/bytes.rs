@@ -1,16 +1,73 @@
 //! A byte string that keeps short contents inline: most keys and many values are short, and storing them beside
 //! the hash-table entry instead of in a separate allocation is what keeps a million keys small.
 
+use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::ptr::NonNull;
 
-const INLINE: usize = 22;
+const INLINE: usize = 14;
 
+/// A heap byte string behind a thin (8-byte) pointer: the length lives in the allocation, in front of the bytes.
+/// Half the size of `Box<[u8]>`, which matters in every hash-table slot.
+pub struct ThinBytes {
+    ptr: NonNull<u8>,
+}
+
+// SAFETY: ThinBytes owns its allocation exclusively, like Box<[u8]>.
+unsafe impl Send for ThinBytes {}
+unsafe impl Sync for ThinBytes {}
+
+const HEADER: usize = std::mem::size_of::<u32>();
+
+impl ThinBytes {
+    fn layout(len: usize) -> Layout {
+        Layout::from_size_align(HEADER + len, HEADER).expect("byte string too large")
+    }
+
+    pub fn new(b: &[u8]) -> Self {
+        // Values are bounded by proto-max-bulk-len (512 MB by default, never near 4 GB).
+        let len = u32::try_from(b.len()).expect("byte string over 4 GB");
+        let layout = Self::layout(b.len());
+        // SAFETY: layout has non-zero size (HEADER > 0); we write the header and exactly `len` bytes inside it.
+        unsafe {
+            let p = alloc(layout);
+            let Some(ptr) = NonNull::new(p) else { handle_alloc_error(layout) };
+            (p as *mut u32).write(len);
+            std::ptr::copy_nonoverlapping(b.as_ptr(), p.add(HEADER), b.len());
+            ThinBytes { ptr }
+        }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the allocation starts with the length written in `new`, followed by that many bytes.
+        unsafe {
+            let len = (self.ptr.as_ptr() as *const u32).read() as usize;
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(HEADER), len)
+        }
+    }
+}
+
+impl Drop for ThinBytes {
+    fn drop(&mut self) {
+        let len = self.as_slice().len();
+        // SAFETY: allocated in `new` with this exact layout.
+        unsafe { dealloc(self.ptr.as_ptr(), Self::layout(len)) }
+    }
+}
+
+impl Clone for ThinBytes {
+    fn clone(&self) -> Self {
+        ThinBytes::new(self.as_slice())
+    }
+}
+
+/// Up to 14 bytes inline, longer on the heap behind a thin pointer; 16 bytes either way.
 #[derive(Clone)]
 pub enum CompactBytes {
     Inline { len: u8, data: [u8; INLINE] },
-    Heap(Box<[u8]>),
+    Heap(ThinBytes),
 }
 
 impl CompactBytes {
@@ -20,22 +77,18 @@ impl CompactBytes {
             data[..b.len()].copy_from_slice(b);
             CompactBytes::Inline { len: b.len() as u8, data }
         } else {
-            CompactBytes::Heap(b.into())
+            CompactBytes::Heap(ThinBytes::new(b))
         }
     }
 
     pub fn from_vec(v: Vec<u8>) -> Self {
-        if v.len() <= INLINE {
-            Self::new(&v)
-        } else {
-            CompactBytes::Heap(v.into_boxed_slice())
-        }
+        Self::new(&v)
     }
 
     pub fn as_slice(&self) -> &[u8] {
         match self {
             CompactBytes::Inline { len, data } => &data[..*len as usize],
-            CompactBytes::Heap(b) => b,
+            CompactBytes::Heap(b) => b.as_slice(),
         }
     }
 
@@ -51,7 +104,7 @@ impl CompactBytes {
     pub fn heap_size(&self) -> usize {
         match self {
             CompactBytes::Inline { .. } => 0,
-            CompactBytes::Heap(b) => b.len(),
+            CompactBytes::Heap(b) => HEADER + b.as_slice().len(),
         }
     }
 }
@@ -106,12 +159,17 @@ mod tests {
 
     #[test]
     fn inline_and_heap() {
-        assert_eq!(std::mem::size_of::<CompactBytes>(), 24);
+        assert_eq!(std::mem::size_of::<CompactBytes>(), 16);
         let short = CompactBytes::new(b"key:000001");
         assert!(matches!(short, CompactBytes::Inline { .. }));
         assert_eq!(&*short, b"key:000001");
         let long = CompactBytes::new(&[7u8; 100]);
         assert!(matches!(long, CompactBytes::Heap(_)));
         assert_eq!(long.len(), 100);
+        let copy = long.clone();
+        drop(long);
+        assert_eq!(&*copy, &[7u8; 100][..]);
+        assert_eq!(&*CompactBytes::new(b""), b"");
+        assert_eq!(&*CompactBytes::new(&[1u8; 15]), &[1u8; 15][..]);
     }
 }

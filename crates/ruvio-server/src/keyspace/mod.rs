@@ -464,3 +464,14 @@ mod tests {
         assert!(f.is_dirty());
     }
 }
+#[cfg(test)]
+mod size_guard {
+    use super::*;
+
+    /// Slot size decides the memory of a large keyspace (bench/redis_compare.sh); keep it from growing unnoticed.
+    #[test]
+    fn table_slot_stays_small() {
+        assert_eq!(std::mem::size_of::<Data>(), 16);
+        assert_eq!(std::mem::size_of::<(CompactBytes, Entry)>(), 40);
+    }
+}
