@@ -36,6 +36,8 @@ pub struct Connection {
     outbuf: BytesMut,
     parser: RequestParser,
     state: ClientState,
+    /// Under `appendfsync always`: the LSN that must be fsynced before the buffered replies may leave.
+    durable_before_reply: Option<u64>,
 }
 
 enum Step {
@@ -53,6 +55,7 @@ impl Connection {
             outbuf: BytesMut::with_capacity(16 * 1024),
             parser: RequestParser::new(),
             state: ClientState::new(info, authenticated),
+            durable_before_reply: None,
         }
     }
 
@@ -157,10 +160,14 @@ impl Connection {
             let (step, block) = self.run_some(&mut batch);
             if let Some(block) = block {
                 self.flush().await?;
-                match self.wait_for(block).await {
-                    Some(reply) => self.push_reply(&reply),
+                let reply = match self.wait_for(block).await {
+                    Some(reply) => reply,
                     None => return Ok(Step::Close),
-                }
+                };
+                // Whoever granted the wait logged the grant; it must be as durable as any other reply.
+                let target = self.shared.aof.durability_target(&mut self.shared.store.lock(), &self.shared);
+                self.need_durable(target);
+                self.push_reply(&reply);
             }
             if let Step::Close = step {
                 return Ok(Step::Close);
@@ -177,10 +184,31 @@ impl Connection {
     fn run_some(&mut self, batch: &mut VecDeque<Vec<Bytes>>) -> (Step, Option<Block>) {
         let shared = self.shared.clone();
         let mut guard: Option<MutexGuard<'_, Store>> = None;
+        let outcome = self.run_some_locked(&shared, batch, &mut guard);
+        // Still under the lock: the batch's writes enter the log in execution order.
+        if let Some(store) = guard.as_mut() {
+            let target = shared.aof.durability_target(store, &shared);
+            self.need_durable(target);
+        }
+        outcome
+    }
+
+    fn need_durable(&mut self, target: Option<u64>) {
+        if let Some(t) = target {
+            self.durable_before_reply = Some(self.durable_before_reply.map_or(t, |d| d.max(t)));
+        }
+    }
+
+    fn run_some_locked<'g>(
+        &mut self,
+        shared: &'g Arc<Shared>,
+        batch: &mut VecDeque<Vec<Bytes>>,
+        guard: &mut Option<MutexGuard<'g, Store>>,
+    ) -> (Step, Option<Block>) {
         let mut ran = 0;
         while let Some(args) = batch.pop_front() {
             ran += 1;
-            let (reply, block) = self.run_command(&shared, &args, &mut guard);
+            let (reply, block) = self.run_command(shared, &args, guard);
             if let Some(block) = block {
                 return (Step::Continue, Some(block));
             }
@@ -239,6 +267,14 @@ impl Connection {
         }
         if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
             return (Some(Value::error("LOADING Redis is loading the dataset in memory")), None);
+        }
+        if spec.has(flags::WRITE) {
+            if let Some(reason) = shared.aof.write_error() {
+                if self.state.multi.is_some() {
+                    self.state.multi_error = true;
+                }
+                return (Some(Value::error(format!("MISCONF Errors writing to the AOF file: {reason}"))), None);
+            }
         }
         if let Some(queue) = &mut self.state.multi {
             if !spec.has(flags::NO_QUEUE) {
@@ -323,6 +359,9 @@ impl Connection {
     }
 
     async fn flush(&mut self) -> std::io::Result<()> {
+        if let Some(lsn) = self.durable_before_reply.take() {
+            self.shared.aof.wait_synced(lsn).await;
+        }
         if self.outbuf.is_empty() {
             return Ok(());
         }

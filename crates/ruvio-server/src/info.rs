@@ -89,10 +89,9 @@ fn memory(_ctx: &mut Ctx, out: &mut String) {
 }
 
 fn persistence(ctx: &mut Ctx, out: &mut String) {
-    let loading = ctx.shared.loading.load(Ordering::Relaxed) as u8;
-    let dirty = ctx.store().dirty;
-    let c = ctx.shared.config.read();
-    let _ = write!(out, "loading:{loading}\r\nrdb_changes_since_last_save:{dirty}\r\naof_enabled:{}\r\n", c.appendonly as u8);
+    let store = ctx.store();
+    let (dirty, tokens) = (store.dirty, (store.locks.tokens.last(), store.locks.tokens.reserved_until()));
+    crate::persistence::info_section(ctx.shared, dirty, tokens, out);
 }
 
 fn stats(ctx: &mut Ctx, out: &mut String) {

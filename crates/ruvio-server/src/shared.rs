@@ -66,6 +66,8 @@ pub struct Shared {
     pub lock_timer: Notify,
     /// The port actually bound (differs from the config's when it asked for port 0).
     pub bound_port: AtomicU64,
+    /// Persistence: the write log's queue, durability progress and status.
+    pub aof: crate::persistence::Aof,
 }
 
 impl Shared {
@@ -87,6 +89,7 @@ impl Shared {
             loading: AtomicBool::new(false),
             lock_timer: Notify::new(),
             bound_port: AtomicU64::new(0),
+            aof: crate::persistence::Aof::default(),
         })
     }
 

@@ -29,9 +29,14 @@ fn data_dir(name: &str) -> PathBuf {
 }
 
 async fn start_in(dir: PathBuf) -> Server {
+    start_with(dir, true).await
+}
+
+async fn start_with(dir: PathBuf, appendonly: bool) -> Server {
     let mut config = Config::default();
     config.port = 0;
     config.dir = dir;
+    config.appendonly = appendonly;
     let shared = Shared::new(config);
     let listeners = ruvio_server::server::bind(&shared).await.unwrap();
     let port = listeners[0].local_addr().unwrap().port();
@@ -399,6 +404,10 @@ async fn tokens_strictly_increase_over_100k_grants_and_across_a_restart() {
 
     let srv = start_in(dir).await;
     let mut c = srv.client().await;
+    // The restarted server replays 100k records first; clients are told -LOADING meanwhile.
+    while matches!(c.cmd(&["GET", "tok:probe"]).await, Value::Error(e) if e.starts_with(b"LOADING")) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let after = c.token(&["LEASE", "tok:after", "1000"]).await.unwrap();
     assert!(after > max, "a restarted server issues larger tokens: {after} <= {max}");
     srv.stop().await;
@@ -659,7 +668,8 @@ async fn lock_keys_and_other_commands() {
 /// tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replaying_the_write_log_rebuilds_lock_state() {
-    let a = start().await;
+    // The append-only log would take the records this test reads; it stands in for the log's consumer instead.
+    let a = start_with(data_dir("t"), false).await;
     // What persistence or replication turns on when they consume the log.
     a.shared.store.lock().log_enabled = true;
     let mut c = a.client().await;

@@ -1,4 +1,4 @@
-//! The `ruvio` binary: `ruvio [server] [flags]` runs the server.
+//! The `ruvio` binary: `ruvio [server] [flags]` runs the server; `ruvio check-aof [--fix] PATH` checks data files.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +19,15 @@ struct Cli {
 enum Command {
     /// Run the server (the default).
     Server(ServerArgs),
+    /// Check an append-only log file, a snapshot, or every file a manifest lists; --fix cuts a damaged file back
+    /// to its last good record.
+    CheckAof {
+        /// Truncate the file to its last good record.
+        #[arg(long)]
+        fix: bool,
+        /// A `.incr` or `.base` file, or the `.manifest` (then every file it lists is checked).
+        path: PathBuf,
+    },
 }
 
 #[derive(Args, Clone, Default)]
@@ -116,6 +125,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Server(a)) => a,
+        Some(Command::CheckAof { fix, path }) => {
+            return ExitCode::from(ruvio_server::persistence::check::run(&path, fix) as u8);
+        }
         None => cli.server,
     };
     let config = match build_config(&args) {

@@ -7,6 +7,7 @@
 pub mod connection;
 pub mod keys;
 pub mod locks;
+pub mod persistence;
 pub mod pubsub;
 pub mod server;
 pub mod strings;
@@ -105,7 +106,7 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 7] {
+pub fn families() -> [&'static [CommandSpec]; 8] {
     [
         connection::COMMANDS,
         keys::COMMANDS,
@@ -114,6 +115,7 @@ pub fn families() -> [&'static [CommandSpec]; 7] {
         pubsub::COMMANDS,
         server::COMMANDS,
         locks::COMMANDS,
+        persistence::COMMANDS,
     ]
 }
 

@@ -86,6 +86,19 @@ struct Segment {
     volatile: usize,
 }
 
+/// A snapshot being written one segment at a time (see `persistence::rewrite`): before a key in a segment not yet
+/// written changes, its entry as of the snapshot's start is kept here, so the snapshot shows a single instant
+/// although clients keep writing between segments.
+#[derive(Default)]
+struct Capture {
+    /// Segments below this one are written already; changes to them no longer matter to the snapshot.
+    next_segment: usize,
+    /// Per segment: key -> its entry at the snapshot's start (`None`: it did not exist then).
+    saved: hashbrown::HashMap<usize, hashbrown::HashMap<CompactBytes, Option<Entry>>>,
+    /// FLUSHDB/SWAPDB happened meanwhile: copying everything would cost a full copy, so the snapshot gives up.
+    broken: bool,
+}
+
 pub struct Db {
     segments: Box<[Segment]>,
     len: usize,
@@ -94,6 +107,7 @@ pub struct Db {
     expire_cursor: usize,
     watched: hashbrown::HashMap<CompactBytes, Vec<Arc<WatchFlag>>>,
     events: Vec<ExpiredKey>,
+    capture: Option<Box<Capture>>,
 }
 
 fn hasher() -> &'static ahash::RandomState {
@@ -126,6 +140,7 @@ impl Db {
             expire_cursor: 0,
             watched: Default::default(),
             events: Vec::new(),
+            capture: None,
         }
     }
 
@@ -145,9 +160,29 @@ impl Db {
         (h, segment_of(h))
     }
 
+    /// Keeps the entry at `key` for a snapshot in progress, before it changes (see [`Capture`]).
+    fn before_change(&mut self, h: u64, s: usize, key: &[u8]) {
+        let Some(cap) = self.capture.as_deref_mut() else { return };
+        if s < cap.next_segment {
+            return;
+        }
+        let saved = cap.saved.entry(s).or_default();
+        if saved.contains_key(key) {
+            return;
+        }
+        let current = self.segments[s].table.find(h, |e| &*e.0 == key).map(|e| e.1.clone());
+        saved.insert(CompactBytes::new(key), current);
+    }
+
     /// Removes `key` if it is past its deadline; true if it did.
     fn expire_if_due(&mut self, key: &[u8], now: u64) -> bool {
         let (h, s) = self.find_index(key);
+        if self.capture.is_some() {
+            if !self.segments[s].table.find(h, |e| &*e.0 == key).is_some_and(|e| e.1.is_expired(now)) {
+                return false;
+            }
+            self.before_change(h, s, key);
+        }
         let seg = &mut self.segments[s];
         let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return false };
         if !occ.get().1.is_expired(now) {
@@ -180,6 +215,7 @@ impl Db {
         self.expire_if_due(key, now);
         self.touch(key);
         let (h, s) = self.find_index(key);
+        self.before_change(h, s, key);
         self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data)
     }
 
@@ -191,6 +227,7 @@ impl Db {
     pub fn insert(&mut self, key: &[u8], entry: Entry) -> Option<Entry> {
         self.touch(key);
         let (h, s) = self.find_index(key);
+        self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let new_volatile = entry.expire_at != 0;
         let old = match seg.table.find_mut(h, |e| &*e.0 == key) {
@@ -220,6 +257,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8], now: u64) -> Option<Entry> {
         self.expire_if_due(key, now);
         let (h, s) = self.find_index(key);
+        self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return None };
         let ((_, entry), _) = occ.remove();
@@ -237,6 +275,7 @@ impl Db {
         self.expire_if_due(key, now);
         self.touch(key);
         let (h, s) = self.find_index(key);
+        self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let Some(slot) = seg.table.find_mut(h, |e| &*e.0 == key) else { return false };
         let was = slot.1.expire_at != 0;
@@ -261,6 +300,9 @@ impl Db {
             let keys: Vec<CompactBytes> =
                 self.watched.keys().filter(|k| self.peek(k).is_some()).cloned().collect();
             keys.iter().for_each(|k| self.touch(k));
+        }
+        if let Some(cap) = self.capture.as_deref_mut() {
+            cap.broken = true;
         }
         self.segments.iter_mut().for_each(|s| *s = Segment::default());
         self.len = 0;
@@ -332,8 +374,15 @@ impl Db {
             looked += 1;
             let mut gone = Vec::new();
             let seg = &mut self.segments[s];
+            let mut saved = match self.capture.as_deref_mut() {
+                Some(cap) if s >= cap.next_segment => Some(cap.saved.entry(s).or_default()),
+                _ => None,
+            };
             seg.table.retain(|(k, e)| {
                 if e.is_expired(now) {
+                    if let Some(saved) = saved.as_mut() {
+                        saved.entry(k.clone()).or_insert_with(|| Some(e.clone()));
+                    }
                     gone.push(ExpiredKey { key: k.clone(), was_lock: e.data.is_lock() });
                     false
                 } else {
@@ -359,6 +408,48 @@ impl Db {
 
     pub fn has_events(&self) -> bool {
         !self.events.is_empty()
+    }
+
+    // ----- snapshots -----
+
+    /// Starts a snapshot of this database as it is now; [`Db::capture_segment`] then visits it a segment at a time.
+    pub fn begin_capture(&mut self) {
+        self.capture = Some(Box::default());
+    }
+
+    /// Ends (or abandons) the snapshot, dropping whatever it kept.
+    pub fn end_capture(&mut self) {
+        self.capture = None;
+    }
+
+    /// False when FLUSHDB/FLUSHALL/SWAPDB ran since [`Db::begin_capture`]: the snapshot must start over.
+    pub fn capture_intact(&self) -> bool {
+        self.capture.as_ref().is_some_and(|c| !c.broken)
+    }
+
+    /// Visits segment `seg` (segments must be visited in order, from 0) as it was when the capture began, including
+    /// entries past their deadline that were not removed yet. Later changes to this segment are no longer kept.
+    pub fn capture_segment(&mut self, seg: usize, mut f: impl FnMut(&[u8], &Entry)) {
+        let Some(cap) = self.capture.as_deref_mut() else { return };
+        debug_assert_eq!(cap.next_segment, seg);
+        let saved = cap.saved.remove(&seg).unwrap_or_default();
+        cap.next_segment = seg + 1;
+        for (k, e) in self.segments[seg].table.iter() {
+            match saved.get(k.as_slice()) {
+                Some(Some(old)) => f(k, old),
+                Some(None) => {}
+                None => f(k, e),
+            }
+        }
+        // Keys that existed at the start and are gone now.
+        let (h_of, table) = (|k: &[u8]| hash_key(k), &self.segments[seg].table);
+        for (k, old) in saved.iter() {
+            if let Some(old) = old {
+                if table.find(h_of(k), |e| e.0 == *k).is_none() {
+                    f(k, old);
+                }
+            }
+        }
     }
 
     // ----- WATCH -----
@@ -393,6 +484,9 @@ impl Db {
 
     /// Exchanges contents with `other`, keeping each side's watchers (SWAPDB semantics).
     pub fn swap_contents(&mut self, other: &mut Db) {
+        for cap in [self.capture.as_deref_mut(), other.capture.as_deref_mut()].into_iter().flatten() {
+            cap.broken = true;
+        }
         std::mem::swap(&mut self.segments, &mut other.segments);
         std::mem::swap(&mut self.len, &mut other.len);
         std::mem::swap(&mut self.volatile, &mut other.volatile);

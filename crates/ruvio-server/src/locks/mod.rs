@@ -107,6 +107,11 @@ impl Default for LockState {
 }
 
 impl LockState {
+    /// Every database's fences (index = database), for snapshots.
+    pub fn fences(&self) -> &[HashMap<CompactBytes, i64>] {
+        &self.fences
+    }
+
     pub fn fences_mut(&mut self, db: usize) -> &mut HashMap<CompactBytes, i64> {
         if self.fences.len() <= db {
             self.fences.resize_with(db + 1, HashMap::new);

@@ -23,15 +23,46 @@ pub const TIME_BITS: u32 = 41;
 pub const EPOCH_SHIFT: u32 = COUNTER_BITS + TIME_BITS;
 pub const MAX_EPOCH: u16 = (1 << 10) - 1;
 
-#[derive(Debug, Clone)]
+/// Durably reserves tokens up to at least the given one (persistence's token state file, fsynced) and returns the
+/// new end of the reservation, or why it could not.
+pub type Reserver = std::sync::Arc<dyn Fn(i64) -> Result<i64, String> + Send + Sync>;
+
+#[derive(Clone)]
 pub struct TokenIssuer {
     epoch: u16,
     last: i64,
+    /// No token above this may be issued before the reservation is extended on disk: after a crash the server
+    /// restarts above it, so tokens never repeat even if the log lost their grants and the clock went back.
+    /// `i64::MAX` when there is no persistence.
+    reserved_until: i64,
+    reserver: Option<Reserver>,
+}
+
+impl std::fmt::Debug for TokenIssuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenIssuer").field("epoch", &self.epoch).field("last", &self.last).field("reserved_until", &self.reserved_until).finish()
+    }
 }
 
 impl TokenIssuer {
     pub fn new(epoch: u16) -> Self {
-        TokenIssuer { epoch: epoch.min(MAX_EPOCH), last: 0 }
+        TokenIssuer { epoch: epoch.min(MAX_EPOCH), last: 0, reserved_until: i64::MAX, reserver: None }
+    }
+
+    /// Installs persistence's reservation: tokens up to `reserved_until` may be issued; beyond it `reserver` is
+    /// called (synchronously, under the store lock) first.
+    pub fn set_reservation(&mut self, reserved_until: i64, reserver: Reserver) {
+        self.reserved_until = reserved_until;
+        self.reserver = Some(reserver);
+    }
+
+    pub fn reserved_until(&self) -> i64 {
+        self.reserved_until
+    }
+
+    /// Records a reservation extended in the background (never shrinks it).
+    pub fn extend_reservation(&mut self, reserved_until: i64) {
+        self.reserved_until = self.reserved_until.max(reserved_until);
     }
 
     pub fn epoch(&self) -> u16 {
@@ -49,11 +80,29 @@ impl TokenIssuer {
         ((self.epoch as i64) << EPOCH_SHIFT) | (ms << COUNTER_BITS)
     }
 
-    /// Issues the next token.
-    pub fn next(&mut self, wall_ms: i64) -> i64 {
-        let t = (self.last + 1).max(self.floor(wall_ms));
+    /// Issues the next token. Fails only when persistence cannot extend the token reservation on disk and the
+    /// reserved range is used up; the caller then refuses the grant (`-MISCONF ...`).
+    pub fn try_next(&mut self, wall_ms: i64) -> Result<i64, String> {
+        let mut t = (self.last + 1).max(self.floor(wall_ms));
+        if t > self.reserved_until {
+            let extended = match &self.reserver {
+                Some(reserve) => reserve(t),
+                None => Ok(i64::MAX),
+            };
+            match extended {
+                Ok(upto) => self.reserved_until = self.reserved_until.max(upto),
+                // The disk refuses: stay inside what is already reserved, giving up the clock floor for now.
+                Err(_) if self.last < self.reserved_until => t = self.last + 1,
+                Err(e) => return Err(e),
+            }
+        }
         self.last = t;
-        t
+        Ok(t)
+    }
+
+    /// Issues the next token; see [`TokenIssuer::try_next`], which callers should prefer when persistence is on.
+    pub fn next(&mut self, wall_ms: i64) -> i64 {
+        self.try_next(wall_ms).expect("token reservation exhausted and the disk refuses to extend it")
     }
 
     /// Records that `token` was issued (replayed from the log or learned from a peer), so later tokens exceed it.

@@ -1,0 +1,353 @@
+//! The on-disk format shared by log files (`.incr`) and snapshots (`.base`): a versioned header, then records, each
+//! with its length and a CRC32, so a torn tail and corruption are told apart (docs/persistence.md has the layout).
+
+use std::io::{self, Read};
+
+pub const MAGIC: &[u8; 8] = b"RUVIOAOF";
+pub const VERSION: u16 = 1;
+pub const HEADER_LEN: usize = 32;
+/// payload length u32, crc u32, lsn u64, wall ms i64, db u32, kind u8.
+pub const RECORD_HEADER_LEN: usize = 29;
+/// A length above this is corruption, never a real record (bulks are at most 512 MB, plus framing).
+pub const MAX_PAYLOAD: u32 = 1 << 30;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Commands, one per record, in execution order.
+    Log = 1,
+    /// The whole data set as of one LSN.
+    Snapshot = 2,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileHeader {
+    pub kind: FileKind,
+    /// Log: LSN of its first record. Snapshot: the last LSN whose effect it contains.
+    pub lsn: u64,
+    pub created_wall_ms: i64,
+}
+
+impl FileHeader {
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
+        h[0..8].copy_from_slice(MAGIC);
+        h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+        h[10..12].copy_from_slice(&(self.kind as u16).to_le_bytes());
+        h[12..20].copy_from_slice(&self.lsn.to_le_bytes());
+        h[20..28].copy_from_slice(&self.created_wall_ms.to_le_bytes());
+        let crc = crc32fast::hash(&h[0..28]);
+        h[28..32].copy_from_slice(&crc.to_le_bytes());
+        h
+    }
+
+    pub fn decode(h: &[u8; HEADER_LEN]) -> Result<FileHeader, String> {
+        if &h[0..8] != MAGIC {
+            return Err("not a Ruvio data file (bad magic)".into());
+        }
+        if crc32fast::hash(&h[0..28]) != u32::from_le_bytes(h[28..32].try_into().unwrap()) {
+            return Err("file header checksum mismatch".into());
+        }
+        let version = u16::from_le_bytes([h[8], h[9]]);
+        if version != VERSION {
+            return Err(format!("unsupported format version {version} (this build reads {VERSION})"));
+        }
+        let kind = match u16::from_le_bytes([h[10], h[11]]) {
+            1 => FileKind::Log,
+            2 => FileKind::Snapshot,
+            k => return Err(format!("unknown file kind {k}")),
+        };
+        Ok(FileHeader {
+            kind,
+            lsn: u64::from_le_bytes(h[12..20].try_into().unwrap()),
+            created_wall_ms: i64::from_le_bytes(h[20..28].try_into().unwrap()),
+        })
+    }
+}
+
+/// What a record's payload is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordKind {
+    /// A command as a RESP array, replayed through the command dispatcher.
+    Command = 0,
+    /// Snapshot: one key with its value and deadline.
+    Key = 1,
+    /// Snapshot: one IFGT fence.
+    Fence = 2,
+    /// Snapshot: the token epoch and high-water mark.
+    Tokens = 3,
+    /// Snapshot: the end; a snapshot without it is incomplete.
+    End = 4,
+}
+
+impl RecordKind {
+    fn from_u8(b: u8) -> Option<RecordKind> {
+        Some(match b {
+            0 => RecordKind::Command,
+            1 => RecordKind::Key,
+            2 => RecordKind::Fence,
+            3 => RecordKind::Tokens,
+            4 => RecordKind::End,
+            _ => return None,
+        })
+    }
+}
+
+/// Appends one framed record to `out`.
+pub fn encode_record(out: &mut Vec<u8>, lsn: u64, wall_ms: i64, db: u32, kind: RecordKind, payload: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0u8; RECORD_HEADER_LEN]);
+    out[start + 8..start + 16].copy_from_slice(&lsn.to_le_bytes());
+    out[start + 16..start + 24].copy_from_slice(&wall_ms.to_le_bytes());
+    out[start + 24..start + 28].copy_from_slice(&db.to_le_bytes());
+    out[start + 28] = kind as u8;
+    payload(out);
+    let len = (out.len() - start - RECORD_HEADER_LEN) as u32;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32fast::hash(&out[start + 8..]);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A command as a RESP array (what redis-cli would send), so a log payload reads like Redis's AOF.
+pub fn encode_command(out: &mut Vec<u8>, args: &[bytes::Bytes]) {
+    let mut n = itoa::Buffer::new();
+    out.push(b'*');
+    out.extend_from_slice(n.format(args.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        out.push(b'$');
+        out.extend_from_slice(n.format(a.len()).as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Parses a payload written by [`encode_command`].
+pub fn decode_command(p: &[u8]) -> Result<Vec<bytes::Bytes>, String> {
+    let mut pos = 0;
+    let line = |pos: &mut usize, prefix: u8| -> Result<usize, String> {
+        if p.get(*pos) != Some(&prefix) {
+            return Err("malformed command payload".into());
+        }
+        let end = memchr::memchr(b'\r', &p[*pos..]).ok_or("malformed command payload")? + *pos;
+        let n: usize = std::str::from_utf8(&p[*pos + 1..end]).ok().and_then(|s| s.parse().ok()).ok_or("malformed command payload")?;
+        *pos = end + 2;
+        Ok(n)
+    };
+    let count = line(&mut pos, b'*')?;
+    if count == 0 || count > p.len() {
+        return Err("malformed command payload".into());
+    }
+    let mut args = Vec::with_capacity(count);
+    for _ in 0..count {
+        let len = line(&mut pos, b'$')?;
+        let end = pos.checked_add(len).filter(|e| e + 2 <= p.len()).ok_or("malformed command payload")?;
+        args.push(bytes::Bytes::copy_from_slice(&p[pos..end]));
+        pos = end + 2;
+    }
+    if pos != p.len() {
+        return Err("trailing bytes after command payload".into());
+    }
+    Ok(args)
+}
+
+/// Small helpers for snapshot payloads: little-endian integers and length-prefixed bytes.
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(b);
+}
+
+pub struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, pos: 0 }
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.buf.len()).ok_or("payload too short")?;
+        let s = &self.buf[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    pub fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+    pub fn u16(&mut self) -> Result<u16, String> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
+    }
+    pub fn u32(&mut self) -> Result<u32, String> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
+    }
+    pub fn i64(&mut self) -> Result<i64, String> {
+        Ok(i64::from_le_bytes(self.take(8)?.try_into().unwrap()))
+    }
+    pub fn bytes(&mut self) -> Result<&'a [u8], String> {
+        let n = self.u32()? as usize;
+        self.take(n)
+    }
+    pub fn done(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+}
+
+#[derive(Debug)]
+pub struct Record {
+    pub offset: u64,
+    pub lsn: u64,
+    pub wall_ms: i64,
+    pub db: u32,
+    pub kind: RecordKind,
+    pub payload: Vec<u8>,
+}
+
+/// Why reading stopped before the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadError {
+    /// The file ends inside a record, or its last record is torn (checksum fails on a record reaching the end of
+    /// the file): what a crash during a write leaves.
+    Truncated { offset: u64, reason: String },
+    /// Anything else: bad bytes with good data after them.
+    Corrupt { offset: u64, reason: String },
+}
+
+impl ReadError {
+    pub fn offset(&self) -> u64 {
+        match self {
+            ReadError::Truncated { offset, .. } | ReadError::Corrupt { offset, .. } => *offset,
+        }
+    }
+    pub fn reason(&self) -> &str {
+        match self {
+            ReadError::Truncated { reason, .. } | ReadError::Corrupt { reason, .. } => reason,
+        }
+    }
+}
+
+/// Reads a data file record by record, checking framing and checksums.
+pub struct RecordReader<R: Read> {
+    inner: R,
+    pub header: FileHeader,
+    /// Offset of the next record: after a successful read, everything before it is good.
+    pub offset: u64,
+    file_len: u64,
+}
+
+impl<R: Read> RecordReader<R> {
+    pub fn new(mut inner: R, file_len: u64) -> Result<Self, ReadError> {
+        let mut h = [0u8; HEADER_LEN];
+        if file_len < HEADER_LEN as u64 {
+            return Err(ReadError::Truncated { offset: 0, reason: "file shorter than its header".into() });
+        }
+        inner.read_exact(&mut h).map_err(|e| ReadError::Corrupt { offset: 0, reason: e.to_string() })?;
+        let header = FileHeader::decode(&h).map_err(|reason| ReadError::Corrupt { offset: 0, reason })?;
+        Ok(RecordReader { inner, header, offset: HEADER_LEN as u64, file_len })
+    }
+
+    /// The next record, `Ok(None)` at a clean end of file.
+    pub fn next_record(&mut self) -> Result<Option<Record>, ReadError> {
+        let at = self.offset;
+        let left = self.file_len - at;
+        if left == 0 {
+            return Ok(None);
+        }
+        let truncated = |reason: &str| ReadError::Truncated { offset: at, reason: reason.to_string() };
+        let corrupt = |reason: &str| ReadError::Corrupt { offset: at, reason: reason.to_string() };
+        if left < RECORD_HEADER_LEN as u64 {
+            return Err(truncated("file ends inside a record header"));
+        }
+        let mut h = [0u8; RECORD_HEADER_LEN];
+        self.inner.read_exact(&mut h).map_err(|e| corrupt(&e.to_string()))?;
+        let len = u32::from_le_bytes(h[0..4].try_into().unwrap());
+        let total = RECORD_HEADER_LEN as u64 + len as u64;
+        if total > left {
+            return Err(truncated("file ends inside a record"));
+        }
+        if len > MAX_PAYLOAD {
+            return Err(corrupt("record length out of range"));
+        }
+        let mut payload = vec![0u8; len as usize];
+        self.inner.read_exact(&mut payload).map_err(|e| corrupt(&e.to_string()))?;
+        let mut hasher = crc32fast::Hasher::new();
+        hasher.update(&h[8..]);
+        hasher.update(&payload);
+        if hasher.finalize() != u32::from_le_bytes(h[4..8].try_into().unwrap()) {
+            return Err(if total == left { truncated("torn last record (checksum mismatch)") } else { corrupt("record checksum mismatch") });
+        }
+        let kind = RecordKind::from_u8(h[28]).ok_or_else(|| corrupt("unknown record kind"))?;
+        self.offset += total;
+        Ok(Some(Record {
+            offset: at,
+            lsn: u64::from_le_bytes(h[8..16].try_into().unwrap()),
+            wall_ms: i64::from_le_bytes(h[16..24].try_into().unwrap()),
+            db: u32::from_le_bytes(h[24..28].try_into().unwrap()),
+            kind,
+            payload,
+        }))
+    }
+}
+
+/// Opens `path` for record reading with a large buffer.
+pub fn open_reader(path: &std::path::Path) -> io::Result<Result<RecordReader<io::BufReader<std::fs::File>>, ReadError>> {
+    let f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    Ok(RecordReader::new(io::BufReader::with_capacity(1 << 20, f), len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn file_with(records: usize) -> Vec<u8> {
+        let mut v = FileHeader { kind: FileKind::Log, lsn: 1, created_wall_ms: 5 }.encode().to_vec();
+        for i in 0..records {
+            encode_record(&mut v, i as u64 + 1, 7, 0, RecordKind::Command, |o| {
+                encode_command(o, &[Bytes::from("SET"), Bytes::from(format!("k{i}")), Bytes::from("v")])
+            });
+        }
+        v
+    }
+
+    fn read_all(v: &[u8]) -> (Vec<Record>, Option<ReadError>) {
+        let mut r = match RecordReader::new(v, v.len() as u64) {
+            Ok(r) => r,
+            Err(e) => return (vec![], Some(e)),
+        };
+        let mut out = vec![];
+        loop {
+            match r.next_record() {
+                Ok(Some(rec)) => out.push(rec),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn round_trip_and_fault_classes() {
+        let v = file_with(3);
+        let (recs, err) = read_all(&v);
+        assert!(err.is_none());
+        assert_eq!(recs.len(), 3);
+        assert_eq!(decode_command(&recs[2].payload).unwrap()[1], Bytes::from("k2"));
+        // Cut anywhere inside the last record: truncated, at the last record's offset.
+        for cut in recs[2].offset as usize + 1..v.len() {
+            let (recs2, err) = read_all(&v[..cut]);
+            assert_eq!(recs2.len(), 2);
+            assert!(matches!(err, Some(ReadError::Truncated { offset, .. }) if offset == recs[2].offset));
+        }
+        // A flipped byte in the middle record: corruption at its offset.
+        let mut bad = v.clone();
+        bad[recs[1].offset as usize + RECORD_HEADER_LEN + 3] ^= 0x40;
+        let (_, err) = read_all(&bad);
+        assert_eq!(err, Some(ReadError::Corrupt { offset: recs[1].offset, reason: "record checksum mismatch".into() }));
+        // The same flip in the last record looks like a torn write.
+        let mut torn = v.clone();
+        let last = v.len() - 3;
+        torn[last] ^= 0x40;
+        assert!(matches!(read_all(&torn).1, Some(ReadError::Truncated { .. })));
+    }
+}

@@ -1,0 +1,300 @@
+//! Start-up loading: the snapshot named by the manifest, then each log file, replayed through the normal command
+//! dispatcher so every command (including the lock engine's internal records) means the same at replay as when it
+//! ran.
+//!
+//! Replay runs each record at the time it originally ran (the record's wall-clock time mapped to the monotonic
+//! clock, `ctx.now`), so anything a handler decides by time (a holder that had expired, a deadline) comes out as it
+//! did. Deadlines inside records are absolute wall-clock times; what has expired since is removed after loading.
+//!
+//! Faults: the last log file may end inside a record (a crash during a write); that tail is cut off with a warning
+//! if `aof-load-truncated` is yes. Anything else that fails its checksum or framing stops the server with the file
+//! and offset.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use parking_lot::MutexGuard;
+
+use super::format::{decode_command, open_reader, Cursor, FileKind, ReadError, Record, RecordKind};
+use super::manifest::{self, Manifest};
+use crate::client::{ClientInfo, ClientState};
+use crate::context::Ctx;
+use crate::keyspace::{CompactBytes, Data, Entry};
+use crate::locks::{Holder, Lease, Semaphore};
+use crate::shared::Shared;
+use crate::store::Store;
+
+/// The store lock is released this often during a replay so INFO and friends can run while loading.
+const RECORDS_PER_LOCK: u64 = 4096;
+
+pub struct Loaded {
+    pub manifest: Manifest,
+    /// The last log file and its length after any trimming: the writer appends there.
+    pub current: Option<(PathBuf, u64)>,
+    pub next_lsn: u64,
+    pub keys: u64,
+    pub records: u64,
+    /// Bytes of every file loaded.
+    pub total_size: u64,
+}
+
+fn at(path: &Path, e: &ReadError) -> String {
+    format!("{} at offset {}: {}", path.display(), e.offset(), e.reason())
+}
+
+pub fn load(shared: &Arc<Shared>) -> Result<Loaded, String> {
+    let (dir, name, load_truncated) = {
+        let c = shared.config.read();
+        (c.dir.clone(), c.appendfilename.clone(), c.aof_load_truncated)
+    };
+    let mpath = manifest::path(&dir, &name);
+    let Some(m) = Manifest::read(&mpath)? else {
+        return Ok(Loaded { manifest: Manifest::default(), current: None, next_lsn: 1, keys: 0, records: 0, total_size: 0 });
+    };
+    let mut out = Loaded { manifest: m.clone(), current: None, next_lsn: 0, keys: 0, records: 0, total_size: 0 };
+    let mut expected_lsn: Option<u64> = None;
+    if let Some(base) = &m.base {
+        let path = dir.join(base);
+        let (lsn, keys, size) = load_snapshot(shared, &path)?;
+        expected_lsn = Some(lsn + 1);
+        out.keys = keys;
+        out.total_size += size;
+    }
+    let mut replay = Replay::new(shared);
+    for (i, incr) in m.incrs.iter().enumerate() {
+        let path = dir.join(incr);
+        let last = i + 1 == m.incrs.len();
+        let (next, len) = replay.file(&path, expected_lsn, last, load_truncated)?;
+        expected_lsn = Some(next);
+        out.total_size += len;
+        if last {
+            out.current = Some((path, len));
+        }
+    }
+    replay.finish();
+    out.records = replay.records;
+    out.next_lsn = expected_lsn.unwrap_or(1);
+    shared.aof.stats.loaded_records.store(out.records, Ordering::Relaxed);
+    Ok(out)
+}
+
+/// Loads a snapshot file directly into the store. Returns (its LSN, keys, file size).
+fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), String> {
+    let mut r = open_reader(path).map_err(|e| format!("opening {}: {e}", path.display()))?.map_err(|e| at(path, &e))?;
+    if r.header.kind != FileKind::Snapshot {
+        return Err(format!("{} is not a snapshot file", path.display()));
+    }
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let mut keys = 0;
+    let mut store = shared.store.lock();
+    let databases = store.dbs.len();
+    let mut ended = false;
+    loop {
+        let rec = match r.next_record() {
+            Ok(Some(rec)) => rec,
+            Ok(None) => break,
+            Err(e) => return Err(format!("the snapshot {} is damaged: {}", path.display(), at(path, &e))),
+        };
+        if ended {
+            return Err(format!("{} at offset {}: data after the end marker", path.display(), rec.offset));
+        }
+        let db = rec.db as usize;
+        if db >= databases && matches!(rec.kind, RecordKind::Key | RecordKind::Fence) {
+            return Err(format!("{} at offset {}: database {db} does not exist (databases is {databases})", path.display(), rec.offset));
+        }
+        let bad = |reason: String| format!("{} at offset {}: {reason}", path.display(), rec.offset);
+        match rec.kind {
+            RecordKind::Key => {
+                let (key, entry) = decode_key(&rec.payload).map_err(bad)?;
+                // Lock holders need their deadlines on the lock timer, as a grant would have put them there.
+                match &entry.data {
+                    Data::Lease(l) => {
+                        store.locks.tokens.observe(l.token);
+                        store.locks.arm(entry.expire_at, db, &key);
+                    }
+                    Data::Semaphore(s) => {
+                        for h in &s.holders {
+                            store.locks.tokens.observe(h.token);
+                            store.locks.arm(h.deadline, db, &key);
+                        }
+                    }
+                    Data::Str(_) => {}
+                }
+                store.dbs[db].insert(&key, entry);
+                keys += 1;
+                if keys % 65536 == 0 {
+                    // Let INFO in while a large snapshot loads.
+                    MutexGuard::bump(&mut store);
+                }
+            }
+            RecordKind::Fence => {
+                let mut c = Cursor::new(&rec.payload);
+                let key = c.bytes().map_err(bad)?.to_vec();
+                let token = c.i64().map_err(bad)?;
+                store.locks.fences_mut(db).insert(CompactBytes::from_vec(key), token);
+            }
+            RecordKind::Tokens => {
+                let mut c = Cursor::new(&rec.payload);
+                let epoch = c.u16().map_err(bad)?;
+                let last = c.i64().map_err(bad)?;
+                store.locks.tokens.set_epoch(epoch);
+                store.locks.tokens.observe(last);
+            }
+            RecordKind::End => ended = true,
+            RecordKind::Command => return Err(bad("a command record inside a snapshot".into())),
+        }
+    }
+    if !ended {
+        return Err(format!("the snapshot {} is incomplete (no end marker)", path.display()));
+    }
+    Ok((r.header.lsn, keys, size))
+}
+
+/// Snapshot key payload: expire (wall ms, 0 = none) i64, type u8, key, value by type.
+pub fn decode_key(p: &[u8]) -> Result<(Vec<u8>, Entry), String> {
+    let mut c = Cursor::new(p);
+    let expire_wall = c.i64()?;
+    let ty = c.u8()?;
+    let key = c.bytes()?.to_vec();
+    let data = match ty {
+        0 => Data::Str(CompactBytes::new(c.bytes()?)),
+        1 => Data::Lease(Box::new(Lease { token: c.i64()? })),
+        2 => {
+            let limit = c.u32()?;
+            let n = c.u32()? as usize;
+            let mut holders = Vec::with_capacity(n.min(4096));
+            for _ in 0..n {
+                let token = c.i64()?;
+                let deadline_wall = c.i64()?;
+                holders.push(Holder { token, deadline: crate::clock::wall_to_mono(deadline_wall) });
+            }
+            Data::Semaphore(Box::new(Semaphore { limit, holders }))
+        }
+        t => return Err(format!("unknown value type {t}")),
+    };
+    if !c.done() {
+        return Err("trailing bytes in a key record".into());
+    }
+    let expire_at = if expire_wall == 0 { 0 } else { crate::clock::wall_to_mono(expire_wall) };
+    Ok((key, Entry { data, expire_at }))
+}
+
+/// Replays log records through the dispatcher as a pseudo-client.
+struct Replay<'s> {
+    shared: &'s Arc<Shared>,
+    client: ClientState,
+    guard: Option<MutexGuard<'s, Store>>,
+    records: u64,
+    failed: u64,
+}
+
+impl<'s> Replay<'s> {
+    fn new(shared: &'s Arc<Shared>) -> Self {
+        let info = Arc::new(ClientInfo::new(0, "log-replay".into(), String::new()));
+        Replay { shared, client: ClientState::new(info, true), guard: None, records: 0, failed: 0 }
+    }
+
+    /// Replays one log file; returns (the LSN after its last record, its length after trimming).
+    fn file(&mut self, path: &Path, expected: Option<u64>, last: bool, load_truncated: bool) -> Result<(u64, u64), String> {
+        let mut r = open_reader(path).map_err(|e| format!("opening {}: {e}", path.display()))?.map_err(|e| format!("{}: {}", at(path, &e), "the log file header is damaged"))?;
+        if r.header.kind != FileKind::Log {
+            return Err(format!("{} is not a log file", path.display()));
+        }
+        if let Some(exp) = expected {
+            if r.header.lsn != exp {
+                return Err(format!("{}: starts at record {} but {} was expected (a file is missing from the manifest's list)", path.display(), r.header.lsn, exp));
+            }
+        }
+        let mut next = r.header.lsn;
+        loop {
+            match r.next_record() {
+                Ok(Some(rec)) => {
+                    if rec.lsn != next {
+                        return Err(format!("{} at offset {}: record number {} where {} was expected", path.display(), rec.offset, rec.lsn, next));
+                    }
+                    next += 1;
+                    self.apply(path, rec)?;
+                }
+                Ok(None) => break,
+                Err(ReadError::Truncated { offset, reason }) if last => {
+                    if !load_truncated {
+                        return Err(format!("{} at offset {offset}: {reason}. The log ends inside a record (a crash during a write). Start with aof-load-truncated yes, or run `ruvio check-aof --fix {}`, to drop the incomplete tail", path.display(), path.display()));
+                    }
+                    tracing::warn!("!!! Warning: short read while loading the append-only log {} at offset {offset} ({reason}) !!!", path.display());
+                    tracing::warn!("The incomplete tail was cut off (aof-load-truncated is yes); the log continues from offset {offset}");
+                    let f = std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("opening {} to trim it: {e}", path.display()))?;
+                    f.set_len(offset).and_then(|_| f.sync_all()).map_err(|e| format!("trimming {}: {e}", path.display()))?;
+                    break;
+                }
+                Err(e) => {
+                    return Err(format!("Bad file format reading the append only file {}: corruption at offset {}: {}. Run `ruvio check-aof {}` for details; the server will not start on damaged data", path.display(), e.offset(), e.reason(), path.display()));
+                }
+            }
+        }
+        if self.client.multi.is_some() {
+            tracing::warn!("Revert incomplete MULTI/EXEC transaction in the append-only log {}", path.display());
+            self.client.multi = None;
+        }
+        Ok((next, r.offset))
+    }
+
+    fn apply(&mut self, path: &Path, rec: Record) -> Result<(), String> {
+        if rec.kind != RecordKind::Command {
+            return Err(format!("{} at offset {}: a snapshot record inside a log file", path.display(), rec.offset));
+        }
+        let args = decode_command(&rec.payload).map_err(|e| format!("{} at offset {}: {e}", path.display(), rec.offset))?;
+        let shared: &'s Arc<Shared> = self.shared;
+        let spec = match crate::commands::resolve(&args) {
+            Ok((spec, _)) => spec,
+            Err(e) => {
+                return Err(format!(
+                    "{} at offset {}: cannot replay '{}': {}",
+                    path.display(),
+                    rec.offset,
+                    String::from_utf8_lossy(&args[0]),
+                    String::from_utf8_lossy(e.as_bytes().unwrap_or(b"error"))
+                ))
+            }
+        };
+        if self.guard.is_none() {
+            self.guard = Some(shared.store.lock());
+        }
+        if rec.db as usize >= self.guard.as_ref().map_or(0, |g| g.dbs.len()) {
+            return Err(format!("{} at offset {}: database {} does not exist", path.display(), rec.offset, rec.db));
+        }
+        self.client.db = rec.db as usize;
+        let reply = if self.client.multi.is_some() && !spec.has(crate::commands::flags::NO_QUEUE) {
+            self.client.multi.as_mut().expect("checked").push(args.clone());
+            ruvio_protocol::Value::simple("QUEUED")
+        } else {
+            let mut ctx = Ctx::new(shared, &mut self.client, &args, spec, &mut self.guard, false);
+            ctx.now = crate::clock::wall_to_mono(rec.wall_ms);
+            let reply = crate::commands::call(&mut ctx);
+            ctx.block = None;
+            reply
+        };
+        if let Some(store) = self.guard.as_mut() {
+            // These effects are already in the log being read.
+            store.log.clear();
+        }
+        if reply.is_error() {
+            self.failed += 1;
+            if self.failed <= 10 {
+                tracing::warn!("replaying {} at offset {}: {} answered {:?}", path.display(), rec.offset, String::from_utf8_lossy(&args[0]), reply);
+            }
+        }
+        self.records += 1;
+        if self.records % RECORDS_PER_LOCK == 0 {
+            self.guard = None;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) {
+        if self.failed > 0 {
+            tracing::warn!("{} replayed commands answered an error", self.failed);
+        }
+        self.guard = None;
+    }
+}

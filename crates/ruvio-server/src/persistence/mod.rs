@@ -1,0 +1,337 @@
+//! Durability: the append-only log, snapshots (compaction), start-up loading and the token reservation.
+//!
+//! - [`format`]: file header and record framing (length + CRC32). [`manifest`]: which files make up the data.
+//! - [`Aof::commit`] (under the store lock) moves `store.log` into an in-memory queue, numbering records with log
+//!   sequence numbers (LSN) in execution order; [`writer`]'s thread writes and fsyncs them per `appendfsync` and
+//!   publishes the last durable LSN, which connections wait for under `always` before replying (group commit).
+//! - [`loader`]: snapshot + log replay at start-up; [`rewrite`]: compaction without stalling clients;
+//!   [`check`]: `ruvio check-aof`; [`tokens`]: the fsynced token reservation.
+//!
+//! docs/persistence.md describes the files, the guarantees and the failure handling.
+
+pub mod check;
+pub mod format;
+pub mod loader;
+pub mod manifest;
+pub mod rewrite;
+pub mod tokens;
+pub mod writer;
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+use tokio::sync::watch;
+
+use crate::shared::Shared;
+use crate::store::Store;
+use format::{encode_command, encode_record, RecordKind};
+
+/// Work for the writer thread, in LSN order.
+pub(crate) enum Chunk {
+    /// Encoded records; `last_lsn` is the LSN of the last one.
+    Data { bytes: Vec<u8>, last_lsn: u64 },
+    /// Start a new log file (generation `gen`) for the records that follow: compaction began.
+    Rotate { gen: u64, first_lsn: u64 },
+}
+
+#[derive(Default)]
+pub(crate) struct Pending {
+    pub chunks: VecDeque<Chunk>,
+    pub next_lsn: u64,
+    pub shutdown: bool,
+}
+
+/// Figures for INFO `persistence`.
+#[derive(Default)]
+pub struct PersistStats {
+    pub aof_current_size: AtomicU64,
+    pub aof_base_size: AtomicU64,
+    pub rewrite_in_progress: AtomicBool,
+    /// Unix ms when the running rewrite started.
+    pub rewrite_started_ms: AtomicI64,
+    /// -1 = never.
+    pub last_rewrite_ms: AtomicI64,
+    pub last_rewrite_ok: AtomicBool,
+    pub rewrites: AtomicU64,
+    /// Unix seconds of the last successful snapshot (LASTSAVE); start-up time before the first.
+    pub lastsave: AtomicI64,
+    pub last_write_ok: AtomicBool,
+    /// Unix ms of the last successful fsync.
+    pub last_fsync_ms: AtomicI64,
+    pub fsyncs: AtomicU64,
+    pub loading_start_ms: AtomicI64,
+    pub loaded_records: AtomicU64,
+    pub load_time_ms: AtomicU64,
+}
+
+/// The persistence handle in [`Shared`]: the queue between the store and the writer thread, durability progress
+/// and status.
+pub struct Aof {
+    enabled: AtomicBool,
+    pub(crate) pending: Mutex<Pending>,
+    pub(crate) wake: Condvar,
+    /// LSN of the last record handed to the writer.
+    assigned: AtomicU64,
+    /// LSN of the last record known to be fsynced.
+    synced: watch::Sender<u64>,
+    /// LSN of the last record written (maybe not fsynced).
+    pub(crate) written: AtomicU64,
+    /// Why the last write or fsync failed, while it is failing: write commands get `-MISCONF`.
+    error: Mutex<Option<String>>,
+    has_error: AtomicBool,
+    pub stats: PersistStats,
+    pub(crate) manifest: Mutex<manifest::Manifest>,
+    pub(crate) rotated_gen: AtomicU64,
+    /// The last file generation handed out (each rewrite takes the next).
+    pub(crate) gen_alloc: AtomicU64,
+    /// Set when compaction replaced files, so the writer recounts their sizes.
+    pub(crate) files_changed: AtomicBool,
+    pub(crate) rewrite_waiters: Mutex<Vec<tokio::sync::oneshot::Sender<ruvio_protocol::Value>>>,
+    pub(crate) runtime: Mutex<Option<Runtime>>,
+}
+
+pub(crate) struct Runtime {
+    pub writer: std::thread::JoinHandle<()>,
+}
+
+impl Default for Aof {
+    fn default() -> Self {
+        Aof {
+            enabled: AtomicBool::new(false),
+            pending: Mutex::new(Pending { next_lsn: 1, ..Default::default() }),
+            wake: Condvar::new(),
+            assigned: AtomicU64::new(0),
+            synced: watch::channel(0).0,
+            written: AtomicU64::new(0),
+            error: Mutex::new(None),
+            has_error: AtomicBool::new(false),
+            stats: PersistStats { last_rewrite_ms: AtomicI64::new(-1), last_rewrite_ok: AtomicBool::new(true), last_write_ok: AtomicBool::new(true), ..Default::default() },
+            manifest: Mutex::new(manifest::Manifest::default()),
+            rotated_gen: AtomicU64::new(0),
+            gen_alloc: AtomicU64::new(0),
+            files_changed: AtomicBool::new(false),
+            rewrite_waiters: Mutex::new(Vec::new()),
+            runtime: Mutex::new(None),
+        }
+    }
+}
+
+impl Aof {
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// Moves the store's write log into the writer's queue, numbering the records. Call with the store lock held
+    /// (the `&mut Store` guarantees it), so LSN order is execution order. Returns the last assigned LSN.
+    pub fn commit(&self, store: &mut Store) -> u64 {
+        // With the log off, records (if anything else enabled them, e.g. replication) are not ours to take.
+        if store.log.is_empty() || !self.enabled() {
+            return self.assigned.load(Ordering::Acquire);
+        }
+        let wall = crate::clock::wall_ms();
+        let mut p = self.pending.lock();
+        let first = p.next_lsn;
+        let n = store.log.len() as u64;
+        p.next_lsn += n;
+        let last = first + n - 1;
+        {
+            let bytes = match p.chunks.back_mut() {
+                Some(Chunk::Data { bytes, last_lsn }) => {
+                    *last_lsn = last;
+                    bytes
+                }
+                _ => {
+                    p.chunks.push_back(Chunk::Data { bytes: Vec::with_capacity(4096), last_lsn: last });
+                    match p.chunks.back_mut() {
+                        Some(Chunk::Data { bytes, .. }) => bytes,
+                        _ => unreachable!("just pushed"),
+                    }
+                }
+            };
+            for (i, rec) in store.log.drain(..).enumerate() {
+                encode_record(bytes, first + i as u64, wall, rec.db as u32, RecordKind::Command, |o| encode_command(o, &rec.args));
+            }
+        }
+        self.assigned.store(last, Ordering::Release);
+        drop(p);
+        self.wake.notify_one();
+        last
+    }
+
+    pub fn assigned(&self) -> u64 {
+        self.assigned.load(Ordering::Acquire)
+    }
+
+    pub fn synced(&self) -> u64 {
+        *self.synced.borrow()
+    }
+
+    pub(crate) fn publish_synced(&self, lsn: u64) {
+        self.synced.send_if_modified(|v| {
+            if lsn > *v {
+                *v = lsn;
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Under `appendfsync always`, the LSN a batch must see fsynced before its replies leave: its own writes, or,
+    /// for a batch that only read, whatever it may have seen (unless the disk is failing: reads go on then).
+    pub fn durability_target(&self, store: &mut Store, shared: &Shared) -> Option<u64> {
+        if !self.enabled() {
+            return None;
+        }
+        if shared.config.read().appendfsync != crate::config::AppendFsync::Always {
+            self.commit(store);
+            return None;
+        }
+        let wrote = !store.log.is_empty();
+        let lsn = self.commit(store);
+        if lsn <= self.synced() || (!wrote && self.has_error()) {
+            return None;
+        }
+        Some(lsn)
+    }
+
+    /// Waits until `lsn` is fsynced.
+    pub async fn wait_synced(&self, lsn: u64) {
+        if self.synced() >= lsn {
+            return;
+        }
+        let mut rx = self.synced.subscribe();
+        let _ = rx.wait_for(|v| *v >= lsn).await;
+    }
+
+    pub fn has_error(&self) -> bool {
+        self.has_error.load(Ordering::Acquire)
+    }
+
+    /// The reason writes are refused, if they are.
+    pub fn write_error(&self) -> Option<String> {
+        if !self.has_error() {
+            return None;
+        }
+        self.error.lock().clone()
+    }
+
+    pub(crate) fn set_error(&self, reason: Option<String>) {
+        let failing = reason.is_some();
+        if failing != self.has_error() {
+            match &reason {
+                Some(r) => tracing::warn!("writing the append-only log failed: {r}; refusing writes until it works again"),
+                None => tracing::warn!("writing the append-only log works again; accepting writes"),
+            }
+        }
+        *self.error.lock() = reason;
+        self.has_error.store(failing, Ordering::Release);
+        self.stats.last_write_ok.store(!failing, Ordering::Relaxed);
+    }
+
+    /// Stops the writer after it wrote and fsynced everything committed so far (graceful shutdown).
+    pub fn shutdown(&self, shared: &Shared) {
+        self.commit(&mut shared.store.lock());
+        self.pending.lock().shutdown = true;
+        self.wake.notify_all();
+        let runtime = self.runtime.lock().take();
+        if let Some(rt) = runtime {
+            let _ = rt.writer.join();
+        }
+    }
+}
+
+/// fsyncs a folder so a rename or a new file in it survives a crash.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// Start-up: loads the data set (clients get `-LOADING` meanwhile), then starts the writer and the token
+/// reservation. An error means the server must not start.
+pub fn start(shared: &Arc<Shared>) -> Result<(), String> {
+    let started = std::time::Instant::now();
+    shared.aof.stats.loading_start_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
+    let loaded = loader::load(shared)?;
+    let elapsed = started.elapsed();
+    shared.aof.stats.load_time_ms.store(elapsed.as_millis() as u64, Ordering::Relaxed);
+    if loaded.records > 0 || loaded.keys > 0 {
+        tracing::info!(
+            "DB loaded from disk: {} keys from the snapshot, {} log records, in {:.3} seconds",
+            loaded.keys,
+            loaded.records,
+            elapsed.as_secs_f64()
+        );
+    }
+    let dir = shared.config.read().dir.clone();
+    let reservation = {
+        let mut store = shared.store.lock();
+        tokens::start(&dir, &mut store.locks.tokens, crate::clock::wall_ms())?
+    };
+    shared.aof.stats.lastsave.store(crate::clock::wall_ms() / 1000, Ordering::Relaxed);
+    writer::start(shared, loaded, reservation)?;
+    // What expired while the server was down goes now, and is logged as DELs like any expiry.
+    let now = crate::clock::mono_ms();
+    let mut store = shared.store.lock();
+    let mut removed = 0;
+    for db in 0..store.dbs.len() {
+        removed += store.dbs[db].active_expire(now, crate::keyspace::SEGMENTS);
+    }
+    store.settle_expired(now);
+    shared.aof.commit(&mut store);
+    if removed > 0 {
+        tracing::info!("{removed} keys had expired while the server was down; removed");
+    }
+    Ok(())
+}
+
+/// INFO `# Persistence`.
+/// `tokens`: the issuer's (last token, reservation end).
+pub fn info_section(shared: &Shared, dirty: u64, tokens: (i64, i64), out: &mut String) {
+    use std::fmt::Write;
+    let s = &shared.aof.stats;
+    let aof = &shared.aof;
+    let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let gi = |a: &AtomicI64| a.load(Ordering::Relaxed);
+    let now = crate::clock::wall_ms();
+    let in_progress = s.rewrite_in_progress.load(Ordering::Relaxed);
+    let current_rewrite = if in_progress { (now - gi(&s.rewrite_started_ms)) / 1000 } else { -1 };
+    let last_rewrite = gi(&s.last_rewrite_ms);
+    let last_rewrite_sec = if last_rewrite < 0 { -1 } else { last_rewrite / 1000 };
+    let status = |ok: bool| if ok { "ok" } else { "err" };
+    let pending_lsns = aof.assigned().saturating_sub(aof.synced());
+    let last_fsync = gi(&s.last_fsync_ms);
+    let fsync_lag = if pending_lsns == 0 || last_fsync == 0 { 0 } else { (now - last_fsync).max(0) };
+    let loading = shared.loading.load(Ordering::Relaxed);
+    let _ = write!(
+        out,
+        "loading:{}\r\nasync_loading:0\r\nrdb_changes_since_last_save:{dirty}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{last_rewrite_sec}\r\n\
+aof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:{last_rewrite_sec}\r\naof_current_rewrite_time_sec:{current_rewrite}\r\n\
+aof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\n\
+aof_unwritten_records:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\naof_fsyncs:{}\r\naof_fsync_lag_ms:{fsync_lag}\r\naof_pending_fsync_records:{pending_lsns}\r\naof_last_lsn:{}\r\naof_synced_lsn:{}\r\naof_last_write_error:{}\r\n\
+loading_time_ms:{}\r\nloading_loaded_records:{}\r\nfencing_token_last:{}\r\nfencing_token_reserved_until:{}\r\n",
+        loading as u8,
+        in_progress as u8,
+        gi(&s.lastsave),
+        status(s.last_rewrite_ok.load(Ordering::Relaxed)),
+        aof.enabled() as u8,
+        in_progress as u8,
+        status(s.last_rewrite_ok.load(Ordering::Relaxed)),
+        g(&s.rewrites),
+        status(s.last_write_ok.load(Ordering::Relaxed)),
+        g(&s.aof_current_size),
+        g(&s.aof_base_size),
+        aof.assigned().saturating_sub(aof.written.load(Ordering::Relaxed)),
+        (aof.written.load(Ordering::Relaxed) > aof.synced()) as u8,
+        g(&s.fsyncs),
+        aof.assigned(),
+        aof.synced(),
+        aof.write_error().unwrap_or_default().replace(['\r', '\n'], " "),
+        g(&s.load_time_ms),
+        g(&s.loaded_records),
+        tokens.0,
+        tokens.1,
+    );
+}

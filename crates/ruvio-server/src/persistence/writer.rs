@@ -1,0 +1,338 @@
+//! The writer thread: writes queued records to the current log file and fsyncs per `appendfsync`.
+//!
+//! Group commit: while one fsync runs, commits keep queueing; the next round writes all of them and covers them
+//! with one fsync, so under `always` the fsync rate stays what the disk can do while throughput grows with the
+//! number of clients.
+//!
+//! Failures: a failed write or fsync sets the `-MISCONF` state and keeps every byte not known to be on disk (the
+//! bytes since the last good fsync are rewritten at the same offset); it retries every second and clears the
+//! state once a write and fsync succeed. Nothing acknowledged under `always` can be lost: acknowledgements wait for
+//! the synced LSN, which only a successful fsync advances.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::format::{FileHeader, FileKind, HEADER_LEN};
+use super::loader::Loaded;
+use super::manifest::{self, Manifest};
+use super::tokens::Reservation;
+use super::{Chunk, Runtime};
+use crate::config::AppendFsync;
+use crate::shared::Shared;
+
+const RETRY_EVERY: Duration = Duration::from_secs(1);
+/// Records that background tasks (expiry, lock timers) leave in `store.log` are picked up at least this often.
+const DRAIN_EVERY: Duration = Duration::from_millis(10);
+const TOKEN_CHECK_EVERY: Duration = Duration::from_millis(100);
+
+struct LogFile {
+    file: File,
+    /// Where the next write goes.
+    write_off: u64,
+    /// Everything before this is fsynced.
+    synced_off: u64,
+    /// Bytes written since the last fsync, kept so a failed fsync can write them again.
+    since_sync: Vec<u8>,
+}
+
+struct Writer {
+    shared: Arc<Shared>,
+    dir: PathBuf,
+    appendfilename: String,
+    file: Option<LogFile>,
+    /// Sizes of the snapshot and the log files before the current one (for INFO and automatic compaction).
+    other_files_size: u64,
+    queue: VecDeque<Chunk>,
+    written_lsn: u64,
+    synced_lsn: u64,
+    last_fsync: Instant,
+    failing_since: Option<Instant>,
+    reservation: Arc<Reservation>,
+}
+
+/// Opens the log (the last file the loader read, or a new one) and starts the writer thread.
+pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>) -> Result<(), String> {
+    let (dir, name, enabled) = {
+        let c = shared.config.read();
+        (c.dir.clone(), c.appendfilename.clone(), c.appendonly)
+    };
+    let aof = &shared.aof;
+    aof.pending.lock().next_lsn = loaded.next_lsn;
+    aof.assigned.store(loaded.next_lsn - 1, Ordering::Release);
+    aof.written.store(loaded.next_lsn - 1, Ordering::Release);
+    aof.publish_synced(loaded.next_lsn - 1);
+    let mut m = loaded.manifest.clone();
+    let mut file = None;
+    let mut other = loaded.total_size;
+    if enabled {
+        let (path, len) = match &loaded.current {
+            Some((p, len)) => (p.clone(), *len),
+            None => {
+                let gen = m.max_gen() + 1;
+                let fname = manifest::incr_name(&name, gen);
+                let p = dir.join(&fname);
+                create_log_file(&p, loaded.next_lsn).map_err(|e| format!("creating {}: {e}", p.display()))?;
+                m.incrs.push(fname);
+                m.write(&manifest::path(&dir, &name)).map_err(|e| format!("writing the manifest: {e}"))?;
+                (p, HEADER_LEN as u64)
+            }
+        };
+        let f = OpenOptions::new().write(true).open(&path).map_err(|e| format!("opening {}: {e}", path.display()))?;
+        other -= loaded.current.as_ref().map_or(0, |c| c.1);
+        file = Some(LogFile { file: f, write_off: len, synced_off: len, since_sync: Vec::new() });
+        aof.stats.aof_current_size.store(other + len, Ordering::Relaxed);
+    } else {
+        aof.stats.aof_current_size.store(loaded.total_size, Ordering::Relaxed);
+    }
+    aof.stats.aof_base_size.store(loaded.total_size.max(1), Ordering::Relaxed);
+    aof.rotated_gen.store(m.max_gen(), Ordering::Release);
+    aof.gen_alloc.store(m.max_gen(), Ordering::Release);
+    *aof.manifest.lock() = m;
+    if enabled {
+        shared.store.lock().log_enabled = true;
+    }
+    aof.enabled.store(enabled, Ordering::Release);
+    let w = Writer {
+        shared: shared.clone(),
+        dir,
+        appendfilename: name,
+        file,
+        other_files_size: other,
+        queue: VecDeque::new(),
+        written_lsn: loaded.next_lsn - 1,
+        synced_lsn: loaded.next_lsn - 1,
+        last_fsync: Instant::now(),
+        failing_since: None,
+        reservation,
+    };
+    let handle = std::thread::Builder::new().name("ruvio-aof-writer".into()).spawn(move || w.run()).map_err(|e| e.to_string())?;
+    *aof.runtime.lock() = Some(Runtime { writer: handle });
+    Ok(())
+}
+
+/// Creates a log file holding only its header, fsynced.
+pub fn create_log_file(path: &std::path::Path, first_lsn: u64) -> std::io::Result<()> {
+    let mut f = File::create(path)?;
+    f.write_all(&FileHeader { kind: FileKind::Log, lsn: first_lsn, created_wall_ms: crate::clock::wall_ms() }.encode())?;
+    f.sync_all()?;
+    super::sync_dir(path.parent().unwrap_or(std::path::Path::new(".")))
+}
+
+impl Writer {
+    fn run(mut self) {
+        let shared = self.shared.clone();
+        let aof = &shared.aof;
+        let mut last_drain = Instant::now();
+        let mut last_token_check = Instant::now() - TOKEN_CHECK_EVERY;
+        loop {
+            let shutdown = {
+                let mut p = aof.pending.lock();
+                if p.chunks.is_empty() && !p.shutdown {
+                    let wait = if self.failing_since.is_some() || self.synced_lsn < self.written_lsn { Duration::from_millis(5) } else { DRAIN_EVERY };
+                    aof.wake.wait_for(&mut p, wait);
+                }
+                self.queue.extend(p.chunks.drain(..));
+                p.shutdown
+            };
+            if last_drain.elapsed() >= DRAIN_EVERY {
+                last_drain = Instant::now();
+                if let Some(mut store) = shared.store.try_lock() {
+                    aof.commit(&mut store);
+                }
+            }
+            if last_token_check.elapsed() >= TOKEN_CHECK_EVERY {
+                last_token_check = Instant::now();
+                self.extend_token_reservation();
+            }
+            let retry_due = self.failing_since.map_or(true, |t| t.elapsed() >= RETRY_EVERY);
+            if retry_due && self.write_queue() {
+                self.sync_per_policy(shutdown);
+            }
+            if !self.queue.is_empty() || self.synced_lsn < self.written_lsn {
+                if self.failing_since.is_some() {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            self.update_sizes();
+            if shutdown && self.queue.is_empty() && (self.synced_lsn >= self.written_lsn || self.file.is_none()) {
+                return;
+            }
+            if shutdown && self.failing_since.is_some_and(|t| t.elapsed() > Duration::from_secs(5)) {
+                tracing::error!("shutting down with records the disk refused to take");
+                return;
+            }
+            self.maybe_auto_rewrite();
+        }
+    }
+
+    fn fail(&mut self, what: &str, e: std::io::Error) {
+        self.failing_since = Some(Instant::now());
+        let reason = match e.raw_os_error() {
+            Some(libc::ENOSPC) => "No space left on device".to_string(),
+            _ => format!("{what}: {e}"),
+        };
+        self.shared.aof.set_error(Some(reason));
+    }
+
+    /// Writes queued chunks in order; false if one failed (it stays queued for the retry).
+    fn write_queue(&mut self) -> bool {
+        while let Some(chunk) = self.queue.front() {
+            match chunk {
+                Chunk::Data { bytes, last_lsn } => {
+                    let last_lsn = *last_lsn;
+                    if let Some(lf) = self.file.as_mut() {
+                        if let Err(e) = lf.file.write_all_at(bytes, lf.write_off) {
+                            // Drop whatever part made it, so the file never holds a half record before good ones.
+                            let _ = lf.file.set_len(lf.write_off);
+                            self.fail("write", e);
+                            return false;
+                        }
+                        lf.write_off += bytes.len() as u64;
+                        lf.since_sync.extend_from_slice(bytes);
+                    }
+                    self.written_lsn = last_lsn;
+                    self.shared.aof.written.store(last_lsn, Ordering::Release);
+                    self.queue.pop_front();
+                }
+                Chunk::Rotate { gen, first_lsn } => {
+                    let (gen, first_lsn) = (*gen, *first_lsn);
+                    if let Err(e) = self.rotate(gen, first_lsn) {
+                        self.fail("starting a new log file", e);
+                        return false;
+                    }
+                    self.queue.pop_front();
+                }
+            }
+        }
+        true
+    }
+
+    /// Finishes the current log file (fsynced) and continues in a new one, listed in the manifest.
+    fn rotate(&mut self, gen: u64, first_lsn: u64) -> std::io::Result<()> {
+        if let Some(lf) = self.file.as_mut() {
+            lf.file.sync_data()?;
+            lf.synced_off = lf.write_off;
+            lf.since_sync.clear();
+            self.synced_lsn = self.written_lsn;
+            self.shared.aof.publish_synced(self.synced_lsn);
+            let fname = manifest::incr_name(&self.appendfilename, gen);
+            let path = self.dir.join(&fname);
+            create_log_file(&path, first_lsn)?;
+            let file = OpenOptions::new().write(true).open(&path)?;
+            let mut m = self.shared.aof.manifest.lock();
+            let mut next: Manifest = m.clone();
+            next.incrs.push(fname);
+            next.write(&manifest::path(&self.dir, &self.appendfilename))?;
+            *m = next;
+            self.other_files_size += lf.write_off;
+            *lf = LogFile { file, write_off: HEADER_LEN as u64, synced_off: HEADER_LEN as u64, since_sync: Vec::new() };
+        }
+        self.shared.aof.rotated_gen.store(gen, Ordering::Release);
+        Ok(())
+    }
+
+    fn sync_per_policy(&mut self, shutdown: bool) {
+        let policy = self.shared.config.read().appendfsync;
+        let aof = &self.shared.aof;
+        let Some(lf) = self.file.as_mut() else {
+            self.synced_lsn = self.written_lsn;
+            aof.publish_synced(self.synced_lsn);
+            return;
+        };
+        let due = self.written_lsn > self.synced_lsn
+            && match policy {
+                AppendFsync::Always => true,
+                AppendFsync::EverySec => self.last_fsync.elapsed() >= Duration::from_secs(1),
+                AppendFsync::No => false,
+            };
+        if policy == AppendFsync::No {
+            // The kernel writes when it likes; nothing to keep for a retry and nobody waits for an fsync.
+            lf.since_sync.clear();
+        }
+        if due || (shutdown && self.written_lsn > self.synced_lsn) {
+            match lf.file.sync_data() {
+                Ok(()) => {
+                    lf.synced_off = lf.write_off;
+                    lf.since_sync.clear();
+                    self.synced_lsn = self.written_lsn;
+                    self.last_fsync = Instant::now();
+                    aof.publish_synced(self.synced_lsn);
+                    aof.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                    aof.stats.last_fsync_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
+                }
+                Err(e) => {
+                    // After a failed fsync the page cache cannot be trusted: write those bytes again.
+                    let again = std::mem::take(&mut lf.since_sync);
+                    lf.write_off = lf.synced_off;
+                    let _ = lf.file.set_len(lf.synced_off);
+                    if !again.is_empty() {
+                        self.queue.push_front(Chunk::Data { bytes: again, last_lsn: self.written_lsn });
+                    }
+                    self.fail("fsync", e);
+                    return;
+                }
+            }
+        } else if policy != AppendFsync::Always {
+            // Replies do not wait under everysec/no; waiters (if the policy just changed) are served by the next
+            // fsync.
+        }
+        if self.failing_since.is_some() && self.queue.is_empty() {
+            self.failing_since = None;
+            aof.set_error(None);
+        }
+    }
+
+    fn update_sizes(&mut self) {
+        if self.shared.aof.files_changed.swap(false, Ordering::AcqRel) {
+            // A rewrite replaced files: recount everything but the file being appended to.
+            let m = self.shared.aof.manifest.lock().clone();
+            let current = m.incrs.last().cloned();
+            self.other_files_size = m
+                .files()
+                .filter(|f| Some(*f) != current.as_ref() || self.file.is_none())
+                .filter_map(|f| std::fs::metadata(self.dir.join(f)).ok())
+                .map(|md| md.len())
+                .sum();
+        }
+        let cur = self.file.as_ref().map_or(0, |f| f.write_off);
+        self.shared.aof.stats.aof_current_size.store(self.other_files_size + cur, Ordering::Relaxed);
+    }
+
+    fn maybe_auto_rewrite(&mut self) {
+        let (pct, min) = {
+            let c = self.shared.config.read();
+            (c.auto_aof_rewrite_percentage, c.auto_aof_rewrite_min_size)
+        };
+        if pct == 0 || self.file.is_none() || self.failing_since.is_some() {
+            return;
+        }
+        let stats = &self.shared.aof.stats;
+        let cur = stats.aof_current_size.load(Ordering::Relaxed);
+        let base = stats.aof_base_size.load(Ordering::Relaxed).max(1);
+        if cur >= min && cur.saturating_sub(base) * 100 / base >= pct && !stats.rewrite_in_progress.load(Ordering::Relaxed) {
+            tracing::info!("starting automatic rewrite of the append-only log ({cur} bytes, {base} after the last rewrite)");
+            let _ = super::rewrite::start(&self.shared);
+        }
+    }
+
+    /// Keeps the token reservation ahead of issuing, off the store lock (the lock is held only to read and to
+    /// record the new end).
+    fn extend_token_reservation(&mut self) {
+        let (wanted, epoch) = {
+            let store = self.shared.store.lock();
+            (Reservation::wanted(&store.locks.tokens, crate::clock::wall_ms()), store.locks.tokens.epoch())
+        };
+        let Some(wanted) = wanted else { return };
+        match self.reservation.extend(wanted, epoch) {
+            Ok(upto) => self.shared.store.lock().locks.tokens.extend_reservation(upto),
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
+
+}

@@ -1,0 +1,171 @@
+//! Helpers for tests that run the real `ruvio` binary: start/kill/restart a server on a data folder, and a small
+//! blocking RESP client.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ruvio_protocol::{decode_value, encode_command, DecodeLimits, Value};
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ruvio-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+pub struct Server {
+    pub child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub stderr_path: PathBuf,
+}
+
+/// Starts `ruvio` on `dir` with extra `--name value` flags; waits until it accepts commands (past loading).
+pub fn start(dir: &Path, extra: &[&str]) -> Server {
+    let s = spawn(dir, extra);
+    s.wait_ready(Duration::from_secs(60));
+    s
+}
+
+/// Starts `ruvio` without waiting.
+pub fn spawn(dir: &Path, extra: &[&str]) -> Server {
+    let port = free_port();
+    let stderr_path = dir.join(format!("stderr-{port}.log"));
+    let child = Command::new(env!("CARGO_BIN_EXE_ruvio"))
+        .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr_path).unwrap())
+        .spawn()
+        .expect("spawning ruvio");
+    Server { child, port, dir: dir.to_path_buf(), stderr_path }
+}
+
+impl Server {
+    pub fn wait_ready(&self, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            if let Ok(mut c) = Conn::try_connect(self.port) {
+                if let Ok(v) = c.try_cmd(&["GET", "__ready_probe__"]) {
+                    if !matches!(&v, Value::Error(e) if e.starts_with(b"LOADING")) {
+                        return;
+                    }
+                }
+            }
+            assert!(start.elapsed() < limit, "server did not become ready; stderr: {}", self.stderr());
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn conn(&self) -> Conn {
+        Conn::connect(self.port)
+    }
+
+    pub fn kill9(&mut self) {
+        // SAFETY: signalling our own child by pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+
+    pub fn stop(&mut self) {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    pub fn info_field(&self, field: &str) -> String {
+        let v = self.conn().cmd(&["INFO", "persistence"]);
+        let text = String::from_utf8_lossy(v.as_bytes().unwrap_or(b"")).into_owned();
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|s| s.trim().to_string()))
+            .unwrap_or_else(|| panic!("no {field} in INFO: {text}"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.kill9();
+        }
+    }
+}
+
+pub struct Conn {
+    stream: TcpStream,
+    buf: BytesMut,
+}
+
+impl Conn {
+    pub fn try_connect(port: u16) -> std::io::Result<Conn> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+        stream.set_nodelay(true)?;
+        Ok(Conn { stream, buf: BytesMut::new() })
+    }
+
+    pub fn connect(port: u16) -> Conn {
+        Self::try_connect(port).expect("connecting")
+    }
+
+    pub fn send(&mut self, args: &[&str]) -> std::io::Result<()> {
+        let mut out = BytesMut::new();
+        encode_command(args, &mut out);
+        self.stream.write_all(&out)
+    }
+
+    pub fn read_reply(&mut self) -> std::io::Result<Value> {
+        loop {
+            if let Some((v, n)) = decode_value(&self.buf, DecodeLimits::default()).map_err(|e| std::io::Error::other(e.to_string()))? {
+                let _ = self.buf.split_to(n);
+                return Ok(v);
+            }
+            let mut chunk = [0u8; 64 * 1024];
+            let n = self.stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    pub fn try_cmd(&mut self, args: &[&str]) -> std::io::Result<Value> {
+        self.send(args)?;
+        self.read_reply()
+    }
+
+    pub fn cmd(&mut self, args: &[&str]) -> Value {
+        self.try_cmd(args).expect("command")
+    }
+
+    pub fn set_timeout(&self, t: Duration) {
+        self.stream.set_read_timeout(Some(t)).unwrap();
+    }
+}
+
+pub fn is_ok(v: &Value) -> bool {
+    matches!(v, Value::Simple(s) if &s[..] == b"OK")
+}
+
+pub fn bulk(v: &Value) -> Option<String> {
+    v.as_bytes().map(|b| String::from_utf8_lossy(b).into_owned())
+}
+
+/// The log files of a data folder, oldest first (by generation).
+pub fn incr_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "incr")).collect();
+    v.sort_by_key(|p| p.file_name().unwrap().to_string_lossy().split('.').nth(2).and_then(|g| g.parse::<u64>().ok()).unwrap_or(0));
+    v
+}
