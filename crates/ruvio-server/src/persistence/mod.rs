@@ -249,9 +249,9 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
-/// Start-up: loads the data set (clients get `-LOADING` meanwhile), then starts the writer and the token
-/// reservation. An error means the server must not start.
-pub fn start(shared: &Arc<Shared>) -> Result<(), String> {
+/// Start-up, first half: loads the data set (clients get `-LOADING` meanwhile if it takes a while). An error means
+/// the server must not start.
+pub fn load(shared: &Arc<Shared>) -> Result<loader::Loaded, String> {
     let started = std::time::Instant::now();
     shared.aof.stats.loading_start_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
     let loaded = loader::load(shared)?;
@@ -265,6 +265,12 @@ pub fn start(shared: &Arc<Shared>) -> Result<(), String> {
             elapsed.as_secs_f64()
         );
     }
+    Ok(loaded)
+}
+
+/// Start-up, second half: the token reservation and the log writer (fsyncs, but no loading). Then removes what
+/// expired while the server was down.
+pub fn open(shared: &Arc<Shared>, loaded: loader::Loaded) -> Result<(), String> {
     let dir = shared.config.read().dir.clone();
     let reservation = {
         let mut store = shared.store.lock();
