@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use common::Server;
 use ruvio_client::{aio, cmd, pipe, LockKind, LockOptions, LossReason, Protocol, Value};
 
-const TTL: Duration = Duration::from_millis(300);
+const TTL: Duration = Duration::from_millis(450);
 
 async fn client(server: &Server) -> aio::Client {
     server.builder().connect_async().await.unwrap()
@@ -124,7 +124,7 @@ async fn async_guard_renews_signals_loss_and_releases() {
     assert_eq!(lost.await, LossReason::Released);
 
     // Paused server: loss arrives before the deadline.
-    let ttl = Duration::from_millis(600);
+    let ttl = Duration::from_millis(1000);
     let sent = Instant::now();
     let guard = db.acquire("paused", LockOptions::new(ttl)).await.unwrap().unwrap();
     let mut loss = guard.loss();

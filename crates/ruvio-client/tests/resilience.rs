@@ -117,3 +117,37 @@ fn connection_killed_by_the_server_is_replaced_transparently() {
     let new_id: i64 = cmd("CLIENT").arg("ID").query(&mut db).unwrap();
     assert_ne!(new_id, id);
 }
+
+/// Sends `what` on a fresh connection while the server is frozen, then kills and restarts the server so the
+/// connection drops after the command went out: the textbook ambiguous failure.
+fn across_a_dropped_connection<T: Send + 'static>(
+    server: &mut Server,
+    what: impl FnOnce(&mut Client) -> ruvio_client::Result<T> + Send + 'static,
+) -> ruvio_client::Result<T> {
+    let mut db = server.builder().command_timeout(Some(Duration::from_secs(10))).connect().unwrap();
+    db.ping().unwrap();
+    server.pause();
+    let call = thread::spawn(move || what(&mut db));
+    thread::sleep(Duration::from_millis(300));
+    server.restart();
+    call.join().unwrap()
+}
+
+#[test]
+fn after_an_ambiguous_failure_renew_and_release_are_retried_but_lease_and_semaphore_never() {
+    let mut server = Server::start();
+
+    let e = across_a_dropped_connection(&mut server, |db| db.lease("k", 60_000)).unwrap_err();
+    assert!(e.is_connection_dropped(), "{e}");
+    let e = across_a_dropped_connection(&mut server, |db| db.semaphore("s", 2, 60_000)).unwrap_err();
+    assert!(e.is_connection_dropped(), "{e}");
+    // Had either been sent again, the restarted server would now hold it.
+    let mut check = server.client();
+    assert_eq!(check.lock_info("k").unwrap(), None, "LEASE was re-sent after the drop");
+    assert_eq!(check.lock_info("s").unwrap(), None, "SEMAPHORE was re-sent after the drop");
+
+    // RENEW and RELEASE are sent again on a new connection; the restarted server does not know the token,
+    // so the honest answer is 0 rather than an error.
+    assert_eq!(across_a_dropped_connection(&mut server, |db| db.renew("k", 12345i64, 60_000)).unwrap(), 0);
+    assert_eq!(across_a_dropped_connection(&mut server, |db| db.release("k", 12345i64)).unwrap(), 0);
+}

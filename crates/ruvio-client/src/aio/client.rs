@@ -21,6 +21,9 @@ use crate::options::ClientBuilder;
 use crate::pipeline::Pipeline;
 use crate::Token;
 
+/// The pause between reconnect attempts of a retried `RENEW` or `RELEASE`.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(50);
+
 /// An async connection to a Ruvio (or any Redis-protocol) server; see the blocking
 /// [`Client`](crate::Client) for reconnects, retries, timeouts and `-READONLY` handling, which work the same.
 ///
@@ -226,8 +229,11 @@ impl Client {
     /// semaphore slot). `1`: renewed; `0`: the token no longer holds it (it expired or was released), and
     /// nothing changed. A renewal never takes back an expired lock.
     ///
-    /// Retried once on a fresh connection if the connection drops: renewing twice with the same token only sets
-    /// the same deadline again. (A timeout is not retried: the server is not answering.)
+    /// Sent again on a fresh connection when the connection drops or is refused, for as long as the command
+    /// timeout allows (a restarting server does both for a moment): renewing twice with the same token only
+    /// sets the same deadline again, and a RENEW that arrives after the grant ended answers 0, it never takes
+    /// the lock back. A timeout is not retried: the server is not answering, and the command timeout has been
+    /// spent.
     pub async fn renew(&mut self, key: impl ToArg, token: impl TokenArg, ttl_ms: u64) -> Result<i64> {
         self.query_retrying(&lc::renew(key, token, ttl_ms)).await
     }
@@ -235,8 +241,9 @@ impl Client {
     /// `RELEASE key token`: frees the lock, or this token's semaphore slot. `1`: released; `0`: the token no
     /// longer holds it, nothing changed (a stale worker cannot free a lock that now belongs to someone else).
     ///
-    /// Retried once on a fresh connection if the connection drops: releasing is idempotent for a given token.
-    /// A retried release may answer `0` when the first attempt had already released.
+    /// Sent again when the connection drops or is refused, as [`Client::renew`] is:
+    /// releasing is idempotent for a given token and cannot free another holder's grant. A retried release
+    /// may answer `0` when the first attempt had already released.
     pub async fn release(&mut self, key: impl ToArg, token: impl TokenArg) -> Result<i64> {
         self.query_retrying(&lc::release(key, token)).await
     }
@@ -311,11 +318,18 @@ impl Client {
         Ok(Some(LockGuard::start(self.opts.clone(), key, token, schedule)))
     }
 
-    /// Sends a command that is safe to repeat, once more on a new connection if the connection dropped.
+    /// Sends a command that is safe to repeat, and sends it again on a fresh connection while the network
+    /// fails (dropped or refused connections: a restarting server does both for a moment) until the command
+    /// timeout, counted from the first attempt, runs out. A timeout ends it: the server is not answering.
     async fn query_retrying<T: FromValue>(&mut self, cmd: &Cmd) -> Result<T> {
-        match self.call(cmd, Duration::ZERO).await {
-            Err(e) if e.is_connection_dropped() => T::from_value(self.call(cmd, Duration::ZERO).await?),
-            other => T::from_value(other?),
+        let until = self.opts.command_timeout.map(|t| self.capped(Instant::now() + t)).or(self.hard_deadline);
+        loop {
+            match self.call(cmd, Duration::ZERO).await {
+                Err(e) if e.is_io_error() && !e.is_timeout() && until.is_some_and(|u| Instant::now() + RECONNECT_PAUSE < u) => {
+                    tokio::time::sleep(RECONNECT_PAUSE).await;
+                }
+                other => return T::from_value(other?),
+            }
         }
     }
 }
