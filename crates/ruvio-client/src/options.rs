@@ -34,7 +34,7 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(10);
 ///
 /// The same options serve every connection made from them: reconnects after a failure and the renewal
 /// connection of a [`LockGuard`](crate::LockGuard).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientBuilder {
     pub(crate) connector: Arc<dyn Connector>,
     pub(crate) username: Option<String>,
@@ -44,6 +44,22 @@ pub struct ClientBuilder {
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Option<Duration>,
     pub(crate) protocol: Protocol,
+}
+
+/// Written without the password, so that logging a client or its options cannot leak it.
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("endpoints", &self.connector)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("db", &self.db)
+            .field("client_name", &self.client_name)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("protocol", &self.protocol)
+            .finish()
+    }
 }
 
 impl ClientBuilder {

@@ -76,6 +76,9 @@ fn builder_options_password_user_db_name_protocol() {
         }
     }
 
+    let shown = format!("{:?}", server.builder().password("s3cret").connect().unwrap());
+    assert!(!shown.contains("s3cret") && shown.contains("<redacted>"), "Debug must not show the password: {shown}");
+
     // Database 3 has the key, database 0 does not; the password alone (no user) also works.
     let mut db0 = server.builder().password("s3cret").connect().unwrap();
     assert_eq!(db0.get::<String>("where").unwrap(), None);
