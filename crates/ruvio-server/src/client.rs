@@ -70,7 +70,8 @@ pub struct ClientInfo {
     pub db: AtomicUsize,
     /// Monotonic ms of the last command.
     pub last_active: AtomicU64,
-    pub last_cmd: Mutex<String>,
+    /// The last command run, as (container, name): `(Some("client"), "list")`, `(None, "get")`.
+    pub last_cmd: Mutex<(Option<&'static str>, &'static str)>,
     pub resp: AtomicU8,
     pub subscriptions: AtomicUsize,
     pub psubscriptions: AtomicUsize,
@@ -93,7 +94,7 @@ impl ClientInfo {
             lib_ver: Mutex::new(String::new()),
             db: AtomicUsize::new(0),
             last_active: AtomicU64::new(crate::clock::mono_ms()),
-            last_cmd: Mutex::new("NULL".into()),
+            last_cmd: Mutex::new((None, "NULL")),
             resp: AtomicU8::new(2),
             subscriptions: AtomicUsize::new(0),
             psubscriptions: AtomicUsize::new(0),
@@ -145,7 +146,10 @@ impl ClientInfo {
             self.subscriptions.load(Ordering::Relaxed),
             self.psubscriptions.load(Ordering::Relaxed),
             self.outbox.pending_bytes(),
-            self.last_cmd.lock(),
+            match *self.last_cmd.lock() {
+                (Some(parent), name) => format!("{parent}|{name}"),
+                (None, name) => name.to_string(),
+            },
             self.resp.load(Ordering::Relaxed),
             self.lib_name.lock(),
             self.lib_ver.lock(),

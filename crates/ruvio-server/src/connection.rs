@@ -244,7 +244,7 @@ impl Connection {
             tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
             return (None, None);
         }
-        let (spec, full_name) = match commands::resolve(args) {
+        let resolved = match commands::resolve(args) {
             Ok(found) => found,
             Err(e) => {
                 if self.state.multi.is_some() {
@@ -253,14 +253,16 @@ impl Connection {
                 return (Some(e), None);
             }
         };
-        *info.last_cmd.lock() = full_name.clone();
+        let spec = resolved.spec;
+        *info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
         if !self.state.authenticated && !spec.has(flags::NOAUTH) {
             return (Some(Value::error("NOAUTH Authentication required.")), None);
         }
         if self.state.proto == ruvio_protocol::Protocol::Resp2 && self.state.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
             return (
                 Some(Value::error(format!(
-                    "ERR Can't execute '{full_name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                    resolved.full_name()
                 ))),
                 None,
             );

@@ -178,21 +178,38 @@ pub fn unknown_subcommand(args: &[Bytes], parent: &str) -> Value {
     ))
 }
 
+/// A resolved command: the spec that runs, and its container when it is a subcommand (`client` for `client|id`).
+#[derive(Clone, Copy)]
+pub struct Resolved {
+    pub spec: &'static CommandSpec,
+    pub parent: Option<&'static CommandSpec>,
+}
+
+impl Resolved {
+    /// The name Redis uses in messages: `get`, `client|setname`.
+    pub fn full_name(&self) -> String {
+        match self.parent {
+            Some(p) => format!("{}|{}", p.name, self.spec.name),
+            None => self.spec.name.to_string(),
+        }
+    }
+}
+
 /// Resolves the spec that will run `args`: the command, or its subcommand. Errors are replies.
-pub fn resolve(args: &[Bytes]) -> Result<(&'static CommandSpec, String), Value> {
+pub fn resolve(args: &[Bytes]) -> Result<Resolved, Value> {
     let spec = lookup(&args[0]).ok_or_else(|| unknown_command(args))?;
     if !spec.arity_ok(args.len()) {
         return Err(wrong_arity(spec.name));
     }
     if spec.subcommands.is_empty() {
-        return Ok((spec, spec.name.to_string()));
+        return Ok(Resolved { spec, parent: None });
     }
     let sub = spec.find_subcommand(&args[1]).ok_or_else(|| unknown_subcommand(args, spec.name))?;
-    let full = format!("{}|{}", spec.name, sub.name);
+    let resolved = Resolved { spec: sub, parent: Some(spec) };
     if !sub.arity_ok(args.len()) {
-        return Err(wrong_arity(&full));
+        return Err(wrong_arity(&resolved.full_name()));
     }
-    Ok((sub, full))
+    Ok(resolved)
 }
 
 // ----- argument helpers shared by the families -----

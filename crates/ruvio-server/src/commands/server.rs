@@ -205,7 +205,7 @@ fn command_all(ctx: &mut Ctx) -> Value {
             Value::Map(specs.into_iter().map(|s| (Value::bulk_str(s.name), command_docs(s, s.name))).collect())
         }
         "getkeys" if args.len() >= 3 => {
-            let Ok((spec, _)) = super::resolve(&args[2..]) else { return Value::error("ERR Invalid command specified") };
+            let Ok(super::Resolved { spec, .. }) = super::resolve(&args[2..]) else { return Value::error("ERR Invalid command specified") };
             let idx = spec.key_indexes(args.len() - 2);
             if idx.is_empty() {
                 return Value::error("ERR The command has no key arguments");

@@ -80,8 +80,8 @@ fn exec(ctx: &mut Ctx) -> Value {
     let log_start = ctx.store().log.len();
     for args in &queue {
         let reply = match super::resolve(args) {
-            Ok((spec, _)) => {
-                let mut sub = ctx.nested(args, spec);
+            Ok(resolved) => {
+                let mut sub = ctx.nested(args, resolved.spec);
                 super::call(&mut sub)
             }
             Err(e) => e,
