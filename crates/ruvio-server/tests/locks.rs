@@ -529,6 +529,11 @@ async fn del_and_flush_of_a_held_lock_wake_a_waiter() {
     wait_for_waiters(&mut w, "stuck", 1).await;
     assert_eq!(w.int(&["UNLINK", "stuck"]).await, 1);
     assert!(matches!(admin.read().await, Value::Integer(t4) if t4 > t3));
+    // SET replaces a lock like any value; its waiters get the answer LEASE now gets instead of hanging.
+    w.send(&["LEASE", "stuck", "60000", "WAIT", "0"]).await;
+    wait_for_waiters(&mut admin, "stuck", 1).await;
+    assert_eq!(admin.cmd(&["SET", "stuck", "plain"]).await, Value::ok());
+    assert_eq!(w.read().await, Value::error("WRONGTYPE Operation against a key holding the wrong kind of value"));
     srv.stop().await;
 }
 

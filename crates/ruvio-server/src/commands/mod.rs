@@ -304,6 +304,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let args = ctx.args;
         let propagate = std::mem::replace(&mut ctx.propagate, crate::context::Propagate::AsIs);
         let shared = ctx.shared;
+        let spec = ctx.spec;
         let store = ctx.store();
         // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
         store.settle_expired(now);
@@ -313,6 +314,10 @@ pub fn call(ctx: &mut Ctx) -> Value {
                 crate::context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),
                 crate::context::Propagate::Nothing => {}
             }
+        }
+        if write {
+            // A write that replaced a lock (SET over a lease) must not leave its waiters hanging.
+            crate::locks::engine::recheck_waiters(store, db, spec, args);
         }
         // Lock waiters the command made room for (DEL, FLUSH, expiry) are granted after its record.
         crate::locks::engine::after_command(store, shared, now);

@@ -247,6 +247,9 @@ pub fn cancel_waiter(store: &mut Store, db: usize, key: &[u8], id: u64) -> bool 
 /// a waiter whose request became invalid (the key changed kind or limit) gets that error, as the same command
 /// would now.
 pub fn serve_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
+    if !store.locks.any_waiters() {
+        return;
+    }
     loop {
         let Some(q) = store.locks.waiters_mut(db).get_mut(key) else { return };
         let Some(waiter) = q.pop_front() else {
@@ -293,6 +296,19 @@ pub fn after_command(store: &mut Store, shared: &Arc<Shared>, now: u64) {
     if store.locks.wake_timer {
         store.locks.wake_timer = false;
         shared.lock_timer.notify_one();
+    }
+}
+
+/// After any write: keys of the command that have waiters are looked at again, so a lock replaced by another
+/// value (SET over a lease) answers its waiters (WRONGTYPE) instead of leaving them queued.
+pub fn recheck_waiters(store: &mut Store, db: usize, spec: &crate::commands::CommandSpec, args: &[bytes::Bytes]) {
+    if !store.locks.any_waiters() {
+        return;
+    }
+    for i in spec.key_indexes(args.len()) {
+        if store.locks.has_waiters(db, &args[i]) {
+            store.locks.pending.push((db, CompactBytes::new(&args[i])));
+        }
     }
 }
 

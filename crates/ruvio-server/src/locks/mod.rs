@@ -132,11 +132,18 @@ impl LockState {
 
     /// Waiters of `key` whose clients are still there.
     pub fn live_waiters(&self, db: usize, key: &[u8]) -> usize {
+        if !self.any_waiters() {
+            return 0;
+        }
         self.waiters.get(db).and_then(|w| w.get(key)).map_or(0, |q| q.iter().filter(|w| !w.reply.is_closed()).count())
     }
 
     pub fn total_live_waiters(&self) -> usize {
         self.waiters.iter().flat_map(|m| m.values()).flatten().filter(|w| !w.reply.is_closed()).count()
+    }
+
+    pub fn any_waiters(&self) -> bool {
+        self.waiters.iter().any(|m| !m.is_empty())
     }
 
     pub fn has_waiters(&self, db: usize, key: &[u8]) -> bool {
