@@ -27,6 +27,8 @@ pub enum LockError {
     WrongType,
     /// SEMAPHORE asked for a limit other than the one in force while the semaphore has holders.
     LimitMismatch { current: u32, asked: u32 },
+    /// Persistence could not extend the token reservation on disk, so no token may be issued.
+    NoToken(String),
 }
 
 impl LockError {
@@ -36,6 +38,7 @@ impl LockError {
             LockError::LimitMismatch { current, asked } => Value::error(format!(
                 "ERR semaphore limit is {current}, not {asked}; the limit can change only when the semaphore has no holders"
             )),
+            LockError::NoToken(why) => Value::error(format!("MISCONF cannot reserve fencing tokens on disk: {why}")),
         }
     }
 }
@@ -92,6 +95,10 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
     store.locks.pending.push((db, CompactBytes::new(key)));
 }
 
+fn next_token(store: &mut Store) -> Result<i64, LockError> {
+    store.locks.tokens.try_next(crate::clock::wall_ms()).map_err(LockError::NoToken)
+}
+
 /// Checks whether `want` can be granted on `key` right now and, if so, grants it (without logging).
 fn try_grant(store: &mut Store, db: usize, key: &[u8], want: Want, ttl_ms: u64, now: u64) -> Result<Option<(i64, u64)>, LockError> {
     let deadline = now + ttl_ms;
@@ -113,7 +120,7 @@ fn try_grant(store: &mut Store, db: usize, key: &[u8], want: Want, ttl_ms: u64, 
     };
     let token = match (current, want) {
         (None, _) => {
-            let token = store.locks.tokens.next(crate::clock::wall_ms());
+            let token = next_token(store)?;
             let data = match want {
                 Want::Lease => Data::Lease(Box::new(Lease { token })),
                 Want::Semaphore { limit } => Data::Semaphore(Box::new(Semaphore { limit, holders: vec![Holder { token, deadline }] })),
@@ -123,7 +130,7 @@ fn try_grant(store: &mut Store, db: usize, key: &[u8], want: Want, ttl_ms: u64, 
         }
         (Some(Want::Lease), Want::Lease) => return Ok(None),
         (Some(Want::Semaphore { .. }), Want::Semaphore { .. }) => {
-            let token = store.locks.tokens.next(crate::clock::wall_ms());
+            let token = next_token(store)?;
             if let Some(Data::Semaphore(sem)) = store.dbs[db].get_mut(key, now) {
                 sem.holders.push(Holder { token, deadline });
             }

@@ -246,7 +246,7 @@ impl<'s> Replay<'s> {
         let args = decode_command(&rec.payload).map_err(|e| format!("{} at offset {}: {e}", path.display(), rec.offset))?;
         let shared: &'s Arc<Shared> = self.shared;
         let spec = match crate::commands::resolve(&args) {
-            Ok((spec, _)) => spec,
+            Ok(resolved) => resolved.spec,
             Err(e) => {
                 return Err(format!(
                     "{} at offset {}: cannot replay '{}': {}",
