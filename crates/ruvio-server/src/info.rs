@@ -95,6 +95,11 @@ fn persistence(ctx: &mut Ctx, out: &mut String) {
 }
 
 fn stats(ctx: &mut Ctx, out: &mut String) {
+    // One pub/sub lock acquisition, released before formatting (the lock is not re-entrant).
+    let (channels, patterns) = {
+        let ps = ctx.shared.pubsub.lock();
+        (ps.channels(None).len(), ps.numpat())
+    };
     let s = &ctx.shared.stats;
     let g = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     let _ = write!(
@@ -108,8 +113,8 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
         g(&s.expired_keys),
         g(&s.keyspace_hits),
         g(&s.keyspace_misses),
-        ctx.shared.pubsub.lock().channels(None).len(),
-        ctx.shared.pubsub.lock().numpat(),
+        channels,
+        patterns,
         g(&s.pubsub_disconnects),
     );
 }
