@@ -60,10 +60,7 @@ fn connecting_to_a_paused_server_times_out() {
 
 #[test]
 fn nothing_listening_is_an_io_error() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let (_reserved, port) = common::refusing_port();
     let started = Instant::now();
     let e = Client::builder("127.0.0.1", port).connect_timeout(SHORT).connect().unwrap_err();
     assert!(e.is_io_error() && e.is_connection_refused(), "{e}");

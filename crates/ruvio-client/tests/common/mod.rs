@@ -35,6 +35,25 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// A loopback TCP port that is bound but not listening, so connecting to it is refused, and that no other
+/// test can take while the returned socket lives.
+pub fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
+    use std::os::fd::FromRawFd;
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+        assert!(fd >= 0, "socket()");
+        let owned = std::os::fd::OwnedFd::from_raw_fd(fd);
+        let mut addr: libc::sockaddr_in = std::mem::zeroed();
+        addr.sin_family = libc::AF_INET as libc::sa_family_t;
+        addr.sin_addr.s_addr = u32::from_be_bytes([127, 0, 0, 1]).to_be();
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        assert_eq!(libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len), 0, "bind()");
+        let mut len = len;
+        assert_eq!(libc::getsockname(fd, &mut addr as *mut _ as *mut libc::sockaddr, &mut len), 0);
+        (owned, u16::from_be(addr.sin_port))
+    }
+}
+
 /// A running `ruvio` process; killed on drop.
 pub struct Server {
     pub port: u16,
