@@ -179,6 +179,8 @@ pub struct ClientState {
     pub patterns: HashSet<Bytes>,
     /// Close the connection once the current reply is written (QUIT).
     pub close_after_reply: bool,
+    /// Close the connection without writing the current reply (SHUTDOWN, as Redis does).
+    pub close_without_reply: bool,
     /// Replies that go out before the handler's return value (SUBSCRIBE answers once per channel).
     pub extra_replies: Vec<ruvio_protocol::Value>,
 }
@@ -197,6 +199,7 @@ impl ClientState {
             channels: HashSet::new(),
             patterns: HashSet::new(),
             close_after_reply: false,
+            close_without_reply: false,
             extra_replies: Vec::new(),
         }
     }

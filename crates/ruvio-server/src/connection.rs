@@ -216,8 +216,13 @@ impl Connection {
                 self.push_reply(&extra);
             }
             match reply {
+                Some(_) if self.state.close_without_reply => return (Step::Close, None),
                 Some(v) => self.push_reply(&v),
-                None => return (Step::Close, None),
+                None => {
+                    // Like Redis, an attack closes the connection without answering anything of this batch.
+                    self.outbuf.clear();
+                    return (Step::Close, None);
+                }
             }
             if self.state.close_after_reply {
                 return (Step::Close, None);
@@ -254,6 +259,10 @@ impl Connection {
             }
         };
         let spec = resolved.spec;
+        if spec.has(flags::INTERNAL) {
+            // Write-log records (LOCKSET, ...) replay state with explicit tokens; a client must never forge them.
+            return (Some(commands::unknown_command(args)), None);
+        }
         *info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
         if !self.state.authenticated && !spec.has(flags::NOAUTH) {
             return (Some(Value::error("NOAUTH Authentication required.")), None);

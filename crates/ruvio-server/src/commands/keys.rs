@@ -87,7 +87,9 @@ fn keys(ctx: &mut Ctx) -> Value {
 
 fn scan(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
-    let Ok(cursor) = std::str::from_utf8(&args[1]).unwrap_or("x").parse::<u64>() else {
+    // Like Redis (strtoull), a negative cursor wraps to a huge one, which ends the iteration.
+    let text = std::str::from_utf8(&args[1]).unwrap_or("x");
+    let Some(cursor) = text.parse::<u64>().ok().or_else(|| text.parse::<i64>().ok().map(|c| c as u64)) else {
         return Value::error("ERR invalid cursor");
     };
     let mut pattern: Option<Bytes> = None;

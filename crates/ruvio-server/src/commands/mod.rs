@@ -226,7 +226,7 @@ pub fn parse_i64(b: &[u8]) -> Option<i64> {
     if b.len() > 1 && b[0] == b'0' {
         return None;
     }
-    if b.len() > 2 && b[0] == b'-' && b[1] == b'0' {
+    if b.len() >= 2 && b[0] == b'-' && b[1] == b'0' {
         return None;
     }
     std::str::from_utf8(b).ok()?.parse().ok()

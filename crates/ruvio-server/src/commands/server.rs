@@ -108,7 +108,11 @@ fn time(_ctx: &mut Ctx) -> Value {
 
 fn shutdown(ctx: &mut Ctx) -> Value {
     for a in &ctx.args[1..] {
-        if !(eq_ic(a, "nosave") || eq_ic(a, "save") || eq_ic(a, "now") || eq_ic(a, "force") || eq_ic(a, "abort")) {
+        if eq_ic(a, "abort") {
+            // Ruvio's shutdown is immediate, so there is never one in progress to abort.
+            return Value::error("ERR No shutdown in progress.");
+        }
+        if !(eq_ic(a, "nosave") || eq_ic(a, "save") || eq_ic(a, "now") || eq_ic(a, "force")) {
             return Value::error(ERR_SYNTAX);
         }
     }
@@ -118,8 +122,8 @@ fn shutdown(ctx: &mut Ctx) -> Value {
     }
     tracing::info!("SHUTDOWN requested by client {}", ctx.client.id());
     ctx.shared.request_shutdown();
-    ctx.client.close_after_reply = true;
     // Redis closes the connection without a reply on success.
+    ctx.client.close_without_reply = true;
     Value::ok()
 }
 
@@ -127,7 +131,8 @@ fn wait(ctx: &mut Ctx) -> Value {
     match (int_arg(&ctx.args[1]), int_arg(&ctx.args[2])) {
         (Ok(_), Ok(t)) if t < 0 => Value::error("ERR timeout is negative"),
         (Ok(_), Ok(_)) => Value::Integer(0),
-        (Err(e), _) | (_, Err(e)) => e,
+        (Err(e), _) => e,
+        (_, Err(_)) => Value::error("ERR timeout is not an integer or out of range"),
     }
 }
 
@@ -194,7 +199,7 @@ fn command_all(ctx: &mut Ctx) -> Value {
             if args.len() == 2 {
                 return Value::Array(super::all().map(|s| command_info(s, s.name)).collect());
             }
-            Value::Array(args[2..].iter().map(|n| super::lookup(n).map_or(Value::NilArray, |s| command_info(s, s.name))).collect())
+            Value::Array(args[2..].iter().map(|n| super::lookup(n).map_or(Value::Nil, |s| command_info(s, s.name))).collect())
         }
         "docs" => {
             let specs: Vec<&CommandSpec> = if args.len() == 2 {

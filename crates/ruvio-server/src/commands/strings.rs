@@ -42,6 +42,14 @@ pub static COMMANDS: &[CommandSpec] = &[
 /// Largest string SETRANGE/APPEND may build (Redis's 512 MB).
 const MAX_STRING: usize = 512 * 1024 * 1024;
 
+/// Whether any of `keys` is a lock: plain writes never overwrite a lock (only DEL/UNLINK/FLUSH break one, and those
+/// wake its waiters).
+fn holds_lock(ctx: &mut Ctx, keys: &[Bytes]) -> bool {
+    let now = ctx.now;
+    let db = ctx.db();
+    keys.iter().any(|k| db.get(k, now).is_some_and(|e| e.data.is_lock()))
+}
+
 /// The string at `key`: `Ok(None)` if missing, `Err(WRONGTYPE)` if the key holds a lock.
 pub fn read_str<'d>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d CompactBytes>, Value> {
     match db.get(key, now) {
@@ -128,14 +136,21 @@ fn set(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     let db = ctx.db();
+    let mut holds_lock = false;
     let old = match db.get(&args[1], now) {
         None => None,
         Some(Entry { data: Data::Str(s), expire_at }) => Some((bulk(s), *expire_at)),
         Some(_) if o.get => return Value::error(ERR_WRONGTYPE),
-        Some(e) => Some((Value::Nil, e.expire_at)),
+        Some(e) => {
+            holds_lock = true;
+            Some((Value::Nil, e.expire_at))
+        }
     };
     let exists = old.is_some();
     let skip = (o.nx && exists) || (o.xx && !exists);
+    if holds_lock && !skip {
+        return Value::error(ERR_WRONGTYPE);
+    }
     let old_value = old.as_ref().map_or(Value::Nil, |(v, _)| v.clone());
     if skip {
         return if o.get { old_value } else { Value::Nil };
@@ -180,6 +195,9 @@ fn set_with_ttl(ctx: &mut Ctx, millis: bool, name: &str) -> Value {
         Ok(d) => d,
         Err(e) => return e,
     };
+    if holds_lock(ctx, &args[1..2]) {
+        return Value::error(ERR_WRONGTYPE);
+    }
     ctx.db().insert(&args[1], Entry { data: Data::Str(CompactBytes::new(&args[3])), expire_at: mono });
     ctx.store().dirty += 1;
     ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), args[3].clone(), Bytes::from_static(b"PXAT"), wall_arg(wall)]);
@@ -285,6 +303,10 @@ fn mset(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     if args.len() % 2 == 0 {
         return super::wrong_arity("mset");
+    }
+    let keys: Vec<Bytes> = args[1..].iter().step_by(2).cloned().collect();
+    if holds_lock(ctx, &keys) {
+        return Value::error(ERR_WRONGTYPE);
     }
     let db = ctx.db();
     for pair in args[1..].chunks(2) {
