@@ -324,3 +324,41 @@ pub fn call(ctx: &mut Ctx) -> Value {
     }
     reply
 }
+
+/// Applies write-log records outside any client connection (a replica applying its primary's stream, a test replaying
+/// a log). Internal records such as LOCKSET are allowed here; they are refused from clients. MULTI/EXEC records are
+/// honoured because the replayer keeps one client state across calls.
+pub struct Replayer {
+    client: crate::client::ClientState,
+}
+
+impl Default for Replayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Replayer {
+    pub fn new() -> Self {
+        let info = std::sync::Arc::new(crate::client::ClientInfo::new(0, "replay".into(), String::new()));
+        Replayer { client: crate::client::ClientState::new(info, true) }
+    }
+
+    /// Runs one record against database `db`; returns the command's reply.
+    pub fn apply(&mut self, shared: &std::sync::Arc<crate::shared::Shared>, db: usize, args: &[Bytes]) -> Value {
+        let resolved = match resolve(args) {
+            Ok(r) => r,
+            Err(e) => return e,
+        };
+        self.client.db = db;
+        if let Some(queue) = &mut self.client.multi {
+            if !resolved.spec.has(flags::NO_QUEUE) {
+                queue.push(args.to_vec());
+                return Value::simple("QUEUED");
+            }
+        }
+        let mut guard = None;
+        let mut ctx = Ctx::new(shared, &mut self.client, args, resolved.spec, &mut guard, true);
+        call(&mut ctx)
+    }
+}
