@@ -13,18 +13,26 @@ pub const MAX_INLINE: usize = 64 * 1024;
 /// Argument slots reserved before they arrive, whatever count the client announced.
 pub const PREALLOC_ARGS: usize = 1024;
 
-/// Limits a request must respect. Unauthenticated connections get a stricter set.
+/// Arguments a request may have before the connection authenticated (when a password is set).
+pub const UNAUTHENTICATED_MAX_ARGS: usize = 10;
+/// Longest bulk string before the connection authenticated.
+pub const UNAUTHENTICATED_MAX_BULK: usize = 16 * 1024;
+
+/// Limits a request must respect.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestLimits {
     /// Largest bulk string (`proto-max-bulk-len`).
     pub max_bulk_len: usize,
     /// Largest argument count in one multibulk request.
     pub max_args: usize,
+    /// The connection has not authenticated yet: the much smaller `UNAUTHENTICATED_*` limits apply too
+    /// (many unauthenticated connections announcing huge requests must not exhaust memory).
+    pub unauthenticated: bool,
 }
 
 impl Default for RequestLimits {
     fn default() -> Self {
-        RequestLimits { max_bulk_len: 512 * 1024 * 1024, max_args: i32::MAX as usize }
+        RequestLimits { max_bulk_len: 512 * 1024 * 1024, max_args: i32::MAX as usize, unauthenticated: false }
     }
 }
 
@@ -45,6 +53,10 @@ pub enum ProtocolError {
     TooBigInline,
     #[error("Protocol error: unbalanced quotes in request")]
     UnbalancedQuotes,
+    #[error("Protocol error: unauthenticated multibulk length")]
+    UnauthenticatedMultibulkLength,
+    #[error("Protocol error: unauthenticated bulk length")]
+    UnauthenticatedBulkLength,
 }
 
 #[derive(Debug, Default)]
@@ -70,8 +82,14 @@ fn find_crlf(buf: &[u8]) -> Option<usize> {
     })
 }
 
-fn parse_int(digits: &[u8]) -> Option<i64> {
-    std::str::from_utf8(digits).ok()?.parse::<i64>().ok()
+/// Parses a header number as strictly as Redis's `string2ll`: an optional '-', then digits without leading zeros;
+/// no '+', no spaces.
+fn parse_int(text: &[u8]) -> Option<i64> {
+    let digits = text.strip_prefix(b"-").unwrap_or(text);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) || (digits.len() > 1 && digits[0] == b'0') {
+        return None;
+    }
+    std::str::from_utf8(text).ok()?.parse::<i64>().ok()
 }
 
 impl RequestParser {
@@ -111,6 +129,9 @@ impl RequestParser {
                 if count > limits.max_args as i64 {
                     return Err(ProtocolError::InvalidMultibulkLength);
                 }
+                if limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS as i64 {
+                    return Err(ProtocolError::UnauthenticatedMultibulkLength);
+                }
                 buf.advance(end + 2);
                 if count <= 0 {
                     continue;
@@ -141,6 +162,9 @@ impl RequestParser {
                         let len = parse_int(&buf[1..end]).ok_or(ProtocolError::InvalidBulkLength)?;
                         if len < 0 || len as u64 > limits.max_bulk_len as u64 {
                             return Err(ProtocolError::InvalidBulkLength);
+                        }
+                        if limits.unauthenticated && len as usize > UNAUTHENTICATED_MAX_BULK {
+                            return Err(ProtocolError::UnauthenticatedBulkLength);
                         }
                         buf.advance(end + 2);
                         *bulk_len = Some(len as usize);
@@ -319,9 +343,12 @@ mod tests {
         assert_eq!(parse_all(b"*1\r\nfoo\r\n", l).unwrap_err().to_string(), "Protocol error: expected '$', got 'f'");
         assert_eq!(parse_all(b"*3000000000\r\n", l).unwrap_err(), ProtocolError::InvalidMultibulkLength);
         assert_eq!(parse_all(b"set \"a\"b\r\n", l).unwrap_err(), ProtocolError::UnbalancedQuotes);
-        let strict = RequestLimits { max_bulk_len: 16 * 1024, max_args: 10 };
-        assert_eq!(parse_all(b"*11\r\n", strict).unwrap_err(), ProtocolError::InvalidMultibulkLength);
-        assert_eq!(parse_all(b"*1\r\n$16385\r\n", strict).unwrap_err(), ProtocolError::InvalidBulkLength);
+        let strict = RequestLimits { unauthenticated: true, ..RequestLimits::default() };
+        assert_eq!(parse_all(b"*11\r\n", strict).unwrap_err(), ProtocolError::UnauthenticatedMultibulkLength);
+        assert_eq!(parse_all(b"*1\r\n$16385\r\n", strict).unwrap_err(), ProtocolError::UnauthenticatedBulkLength);
+        assert_eq!(parse_all(b"*+1\r\n", l).unwrap_err(), ProtocolError::InvalidMultibulkLength);
+        assert_eq!(parse_all(b"*1\r\n$+4\r\n", l).unwrap_err(), ProtocolError::InvalidBulkLength);
+        assert_eq!(parse_all(b"*1\r\n$ 4\r\n", l).unwrap_err(), ProtocolError::InvalidBulkLength);
         let long = vec![b'a'; MAX_INLINE + 10];
         assert_eq!(parse_all(&long, l).unwrap_err(), ProtocolError::TooBigInline);
         let mut long_hdr = b"*".to_vec();
@@ -348,7 +375,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn never_panics_on_garbage(data in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
-            let _ = parse_all(&data, RequestLimits { max_bulk_len: 1024, max_args: 64 });
+            let _ = parse_all(&data, RequestLimits { max_bulk_len: 1024, max_args: 64, unauthenticated: false });
         }
 
         #[test]

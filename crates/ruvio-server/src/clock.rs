@@ -32,17 +32,44 @@ pub fn wall_us() -> i64 {
 /// Converts an absolute wall-clock time (Unix ms) to the monotonic clock. Times already past map to the past (and
 /// so count as expired), keeping their order, down to about 35 years back; older ones map to 1.
 pub fn wall_to_mono(wall_deadline_ms: i64) -> u64 {
-    let delta = wall_deadline_ms.saturating_sub(wall_ms());
-    let now = mono_ms();
-    if delta >= 0 {
-        now.saturating_add(delta as u64)
-    } else {
-        now.saturating_sub(delta.unsigned_abs()).max(1)
-    }
+    wall_deadline_ms.saturating_sub(wall_offset()).max(1) as u64
 }
 
 /// Converts a monotonic deadline to Unix ms, for persistence, replication and EXPIRETIME.
 pub fn mono_to_wall(mono_deadline: u64) -> i64 {
-    let now = mono_ms();
-    wall_ms().saturating_add(mono_deadline as i64 - now as i64)
+    (mono_deadline as i64).saturating_add(wall_offset())
+}
+
+/// Wall ms minus monotonic ms, as last adopted. Both conversions use this one value so that a deadline converted in
+/// and back out is exact (PEXPIREAT then PEXPIRETIME). It is re-read when the wall clock has moved by more than a
+/// second against the monotonic one (a clock step), so conversions follow the wall clock at the boundary while
+/// deadlines already set stay on the monotonic clock.
+static WALL_OFFSET: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(i64::MIN);
+
+fn wall_offset() -> i64 {
+    use std::sync::atomic::Ordering;
+    let fresh = wall_ms() - mono_ms() as i64;
+    let cached = WALL_OFFSET.load(Ordering::Relaxed);
+    if cached == i64::MIN || (fresh - cached).abs() > 1000 {
+        WALL_OFFSET.store(fresh, Ordering::Relaxed);
+        fresh
+    } else {
+        cached
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_round_trip_exactly() {
+        for delta in [-5_000_000i64, -1, 0, 1, 999, 123_456_789] {
+            let wall = wall_ms() + delta;
+            assert_eq!(mono_to_wall(wall_to_mono(wall)), wall);
+        }
+        let later = wall_ms() + 10_000;
+        assert!(wall_to_mono(later) > mono_ms());
+        assert!(wall_to_mono(wall_ms() - 10) <= mono_ms());
+    }
 }

@@ -191,6 +191,7 @@ pub static PARAMS: &[Param] = &[
     // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
     Param { name: "replica-read-only", get: |_| "yes".into(), set: |_, _| Ok(()), mutable: true },
     Param { name: "maxmemory", get: |_| "0".into(), set: |_, v| if v.trim() == "0" { Ok(()) } else { Err("Ruvio has no maxmemory eviction; only 0 is accepted".into()) }, mutable: true },
+    Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts; only noeviction is accepted".into()) }, mutable: true },
     Param { name: "daemonize", get: |_| "no".into(), set: |_, v| if v.eq_ignore_ascii_case("no") { Ok(()) } else { Err("Ruvio does not daemonize; run it under a supervisor".into()) }, mutable: false },
 ];
 

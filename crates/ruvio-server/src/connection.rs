@@ -21,8 +21,8 @@ use crate::context::{Block, Ctx};
 use crate::shared::{Shared, Stats};
 use crate::store::Store;
 
-/// Before AUTH (when a password is set): at most this many arguments and this long a bulk, and this much buffered.
-const UNAUTH_LIMITS: RequestLimits = RequestLimits { max_bulk_len: 16 * 1024, max_args: 10 };
+/// Before AUTH (when a password is set) at most this much may be buffered; the argument limits are the parser's
+/// `UNAUTHENTICATED_*`.
 const UNAUTH_QUERY_BUFFER: usize = 1024 * 1024;
 /// Commands run under one store-lock acquisition before the lock is released for others.
 const BATCH_UNDER_LOCK: usize = 128;
@@ -64,7 +64,10 @@ impl Connection {
         if let Err(e) = self.serve().await {
             tracing::debug!(client = self.state.id(), "connection ended: {e}");
         }
-        let _ = self.flush().await;
+        // Last replies (QUIT's OK, a protocol error) go out, but a client that does not read cannot hold the task.
+        if !self.state.info.is_killed() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.flush()).await;
+        }
         self.cleanup();
     }
 
@@ -104,14 +107,10 @@ impl Connection {
     }
 
     fn limits(&self) -> (RequestLimits, usize) {
-        if !self.state.authenticated {
-            return (UNAUTH_LIMITS, UNAUTH_QUERY_BUFFER);
-        }
         let c = self.shared.config.read();
-        (
-            RequestLimits { max_bulk_len: c.proto_max_bulk_len as usize, max_args: i32::MAX as usize },
-            c.client_query_buffer_limit as usize,
-        )
+        let unauthenticated = !self.state.authenticated;
+        let limits = RequestLimits { max_bulk_len: c.proto_max_bulk_len as usize, max_args: i32::MAX as usize, unauthenticated };
+        (limits, if unauthenticated { UNAUTH_QUERY_BUFFER } else { c.client_query_buffer_limit as usize })
     }
 
     /// Parses and runs every complete request in the input buffer.
@@ -377,7 +376,18 @@ impl Connection {
             return Ok(());
         }
         Stats::add(&self.shared.stats.net_output_bytes, self.outbuf.len() as u64);
-        self.stream.write_all(&self.outbuf).await?;
+        // A client that stops reading blocks this write; meanwhile pub/sub messages pile up in its outbox until the
+        // output limit kills it, and the kill must win over the stuck write.
+        let info = self.state.info.clone();
+        tokio::select! {
+            r = self.stream.write_all(&self.outbuf) => r?,
+            _ = info.kill_notify.notified(), if !info.is_killed() => {
+                return Err(std::io::Error::other("client killed while its output was blocked"));
+            }
+        }
+        if info.is_killed() {
+            return Err(std::io::Error::other("client killed"));
+        }
         self.outbuf.clear();
         if self.outbuf.capacity() > 1024 * 1024 {
             self.outbuf = BytesMut::with_capacity(16 * 1024);

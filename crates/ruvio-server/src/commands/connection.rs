@@ -244,6 +244,7 @@ fn client_info(ctx: &mut Ctx) -> Value {
 fn client_list(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let mut ids: Option<Vec<u64>> = None;
+    let mut type_filter: Option<String> = None;
     if args.len() > 2 {
         if eq_ic(&args[2], "id") && args.len() > 3 {
             let mut v = Vec::new();
@@ -255,7 +256,11 @@ fn client_list(ctx: &mut Ctx) -> Value {
             }
             ids = Some(v);
         } else if eq_ic(&args[2], "type") && args.len() == 4 {
-            // Every Ruvio client is a normal client for now.
+            let t = String::from_utf8_lossy(&args[3]).to_ascii_lowercase();
+            if !["normal", "master", "replica", "slave", "pubsub"].contains(&t.as_str()) {
+                return Value::error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[3])));
+            }
+            type_filter = Some(t);
         } else {
             return Value::error(ERR_SYNTAX);
         }
@@ -263,7 +268,17 @@ fn client_list(ctx: &mut Ctx) -> Value {
     let mut clients: Vec<_> = ctx.shared.clients.lock().values().cloned().collect();
     clients.sort_by_key(|c| c.id);
     let mut out = String::new();
-    for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id))) {
+    let type_ok = |c: &crate::client::ClientInfo| {
+        let pubsub = c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0;
+        match type_filter.as_deref() {
+            None => true,
+            Some("pubsub") => pubsub,
+            Some("normal") => !pubsub,
+            // No replication links yet: no master or replica clients.
+            Some(_) => false,
+        }
+    };
+    for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
         out.push_str(&c.describe());
         out.push('\n');
     }

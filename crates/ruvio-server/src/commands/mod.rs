@@ -156,14 +156,17 @@ fn trim128(b: &[u8]) -> String {
 
 /// `ERR unknown command 'foo', with args beginning with: 'bar' `, exactly as Redis words it.
 pub fn unknown_command(args: &[Bytes]) -> Value {
-    let mut msg = format!("ERR unknown command '{}', with args beginning with: ", trim128(&args[0]));
+    // As Redis: the name is cut to 128 bytes, and the quoted arguments together to about 128 more.
+    let mut shown = String::new();
     for a in args[1..].iter() {
-        if msg.len() >= 128 {
+        if shown.len() >= 128 {
             break;
         }
-        msg.push_str(&format!("'{}' ", trim128(a)));
+        let room = 128 - shown.len();
+        let text = String::from_utf8_lossy(&a[..a.len().min(room)]).into_owned();
+        shown.push_str(&format!("'{text}' "));
     }
-    Value::error(msg)
+    Value::error(format!("ERR unknown command '{}', with args beginning with: {shown}", trim128(&args[0])))
 }
 
 pub fn wrong_arity(name: &str) -> Value {

@@ -81,8 +81,9 @@ pub fn deadline(now: u64, amount: i64, millis: bool, absolute: bool, cmd: &str) 
         }
         Ok((clock::wall_to_mono(ms), ms))
     } else {
-        let wall = clock::wall_ms().checked_add(ms).ok_or_else(invalid)?;
-        Ok((now.saturating_add(ms as u64), wall))
+        let mono = now.saturating_add(ms as u64);
+        // Logged as the wall-clock form of the same deadline, so a replay lands on the same instant.
+        Ok((mono, clock::mono_to_wall(mono)))
     }
 }
 
