@@ -12,11 +12,18 @@ use ruvio_protocol::Value;
 
 const WRITERS: usize = 8;
 
-/// What writer `t` got acknowledged in one run: SETs of `c{cycle}:t{t}:{i}` for i < sets, and the last INCR reply.
+/// Kill -9 cycles per test; bench/kill9-soak.sh raises it (RUVIO_KILL9_CYCLES=500) for long manual runs.
+fn cycles() -> usize {
+    std::env::var("RUVIO_KILL9_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(20).max(20)
+}
+
+/// What writer `t` got acknowledged in one run: SETs of `c{cycle}:t{t}:{i}` for i < sets, the last INCR reply,
+/// and the fencing tokens of leases `l{cycle}:t{t}:{i}` for i < tokens.len().
 #[derive(Default, Clone)]
 struct Acked {
     sets: u64,
     counter: Option<i64>,
+    tokens: Vec<i64>,
 }
 
 /// Runs WRITERS clients doing SET (new key each time) + INCR until the server dies; returns what each got
@@ -39,6 +46,11 @@ fn write_until_killed(server: &mut Server, cycle: usize, run_for: Duration) -> V
                     }
                     match c.try_cmd(&["INCR", &cnt]) {
                         Ok(Value::Integer(n)) => acked.counter = Some(n),
+                        _ => break,
+                    }
+                    let lease = format!("l{cycle}:t{t}:{}", acked.tokens.len());
+                    match c.try_cmd(&["LEASE", &lease, "600000"]) {
+                        Ok(Value::Integer(token)) => acked.tokens.push(token),
                         _ => break,
                     }
                 }
@@ -78,6 +90,36 @@ fn present_prefix(c: &mut Conn, cycle: usize, t: usize, upto: u64) -> u64 {
     present
 }
 
+/// Every acknowledged lease of a run is held after a restart (under `always`).
+fn assert_leases_held(c: &mut Conn, cycle: usize, t: usize, n: usize) {
+    for i in 0..n {
+        c.send(&["TYPE", &format!("l{cycle}:t{t}:{i}")]).unwrap();
+    }
+    for i in 0..n {
+        let v = c.read_reply().unwrap();
+        assert_eq!(v, Value::Simple("lease".into()), "cycle {cycle} writer {t}: acknowledged lease {i} lost");
+    }
+}
+
+/// No token was issued twice, and every run's tokens exceed every token acknowledged in earlier runs.
+fn assert_tokens_never_repeat(history: &[Vec<Acked>]) {
+    let mut all = Vec::new();
+    let mut max_before = 0;
+    for (cycle, run) in history.iter().enumerate() {
+        let tokens: Vec<i64> = run.iter().flat_map(|a| a.tokens.iter().copied()).collect();
+        if let Some(min) = tokens.iter().min() {
+            assert!(*min > max_before, "run {cycle} issued token {min}, not above {max_before} from before the restart");
+            max_before = max_before.max(*tokens.iter().max().unwrap());
+        }
+        all.extend(tokens);
+    }
+    let n = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), n, "a token was issued twice");
+    assert!(n > 100, "too few grants to mean anything ({n})");
+}
+
 fn counter(c: &mut Conn, t: usize) -> i64 {
     bulk(&c.cmd(&["GET", &format!("cnt:{t}")])).map_or(0, |s| s.parse().unwrap())
 }
@@ -85,7 +127,7 @@ fn counter(c: &mut Conn, t: usize) -> i64 {
 #[test]
 fn kill9_under_load_with_always_loses_no_acknowledged_write() {
     let dir = temp_dir("always");
-    let cycles = 20;
+    let cycles = cycles();
     let mut history: Vec<Vec<Acked>> = Vec::new();
     let mut counters = vec![0i64; WRITERS];
     for cycle in 0..cycles {
@@ -100,6 +142,7 @@ fn kill9_under_load_with_always_loses_no_acknowledged_write() {
                 let acked = a.counter.unwrap_or(counters[t]);
                 assert!(v == acked || v == acked + 1, "cycle {}: counter {t} acknowledged at {acked}, {v} after restart", cycle - 1);
                 counters[t] = v;
+                assert_leases_held(&mut c, cycle - 1, t, a.tokens.len());
             }
         }
         let run_for = Duration::from_millis(150 + (cycle as u64 * 37) % 200);
@@ -116,6 +159,7 @@ fn kill9_under_load_with_always_loses_no_acknowledged_write() {
     }
     let total: u64 = history.iter().flatten().map(|a| a.sets).sum();
     assert!(total > 1000, "the load was too light to mean anything ({total} writes)");
+    assert_tokens_never_repeat(&history);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -126,7 +170,7 @@ fn kill9_lossy_policy(policy: &str) {
     let dir = temp_dir(&format!("lossy-{policy}"));
     let mut history: Vec<Vec<Acked>> = Vec::new();
     let mut reserved_before = 0i64;
-    for cycle in 0..20 {
+    for cycle in 0..cycles() {
         let mut server = start(&dir, &["--appendfsync", policy]);
         let reserved: i64 = server.info_field("fencing_token_reserved_until").parse().unwrap();
         assert!(reserved > reserved_before, "token reservation went from {reserved_before} to {reserved}");
@@ -146,6 +190,7 @@ fn kill9_lossy_policy(policy: &str) {
             present_prefix(&mut c, cycle, t, a.sets + 2);
         }
     }
+    assert_tokens_never_repeat(&history);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

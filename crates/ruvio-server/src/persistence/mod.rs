@@ -14,6 +14,7 @@ pub mod format;
 pub mod loader;
 pub mod manifest;
 pub mod rewrite;
+pub mod syncer;
 pub mod tokens;
 pub mod writer;
 
@@ -28,6 +29,9 @@ use tokio::sync::watch;
 use crate::shared::Shared;
 use crate::store::Store;
 use format::{encode_command, encode_record, RecordKind};
+
+/// Queued bytes that wake the writer even when commits do not (everysec/no).
+const WAKE_AT_BYTES: usize = 256 * 1024;
 
 /// Work for the writer thread, in LSN order.
 pub(crate) enum Chunk {
@@ -85,6 +89,8 @@ pub struct Aof {
     pub stats: PersistStats,
     pub(crate) manifest: Mutex<manifest::Manifest>,
     pub(crate) rotated_gen: AtomicU64,
+    /// True under `appendfsync always`: every commit wakes the writer (replies wait for it).
+    pub(crate) notify_each_commit: AtomicBool,
     /// The last file generation handed out (each rewrite takes the next).
     pub(crate) gen_alloc: AtomicU64,
     /// Set when compaction replaced files, so the writer recounts their sizes.
@@ -111,6 +117,7 @@ impl Default for Aof {
             stats: PersistStats { last_rewrite_ms: AtomicI64::new(-1), last_rewrite_ok: AtomicBool::new(true), last_write_ok: AtomicBool::new(true), ..Default::default() },
             manifest: Mutex::new(manifest::Manifest::default()),
             rotated_gen: AtomicU64::new(0),
+            notify_each_commit: AtomicBool::new(true),
             gen_alloc: AtomicU64::new(0),
             files_changed: AtomicBool::new(false),
             rewrite_waiters: Mutex::new(Vec::new()),
@@ -156,8 +163,11 @@ impl Aof {
             }
         }
         self.assigned.store(last, Ordering::Release);
+        let big = matches!(p.chunks.back(), Some(Chunk::Data { bytes, .. }) if bytes.len() >= WAKE_AT_BYTES);
         drop(p);
-        self.wake.notify_one();
+        if big || self.notify_each_commit.load(Ordering::Relaxed) {
+            self.wake.notify_one();
+        }
         last
     }
 

@@ -22,6 +22,7 @@ use super::format::{FileHeader, FileKind, HEADER_LEN};
 use super::loader::Loaded;
 use super::manifest::{self, Manifest};
 use super::tokens::Reservation;
+use super::syncer::Syncer;
 use super::{Chunk, Runtime};
 use crate::config::AppendFsync;
 use crate::shared::Shared;
@@ -30,15 +31,22 @@ const RETRY_EVERY: Duration = Duration::from_secs(1);
 /// Records that background tasks (expiry, lock timers) leave in `store.log` are picked up at least this often.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
 const TOKEN_CHECK_EVERY: Duration = Duration::from_millis(100);
+/// Under everysec/no, how long records may wait in memory before they are written (a kill -9 of the process can
+/// lose at most this much more than a power loss could anyway).
+const LAZY_WRITE_EVERY: Duration = Duration::from_millis(2);
 
 struct LogFile {
-    file: File,
+    file: Arc<File>,
     /// Where the next write goes.
     write_off: u64,
-    /// Everything before this is fsynced.
-    synced_off: u64,
-    /// Bytes written since the last fsync, kept so a failed fsync can write them again.
-    since_sync: Vec<u8>,
+    /// Written but not yet known to be fsynced, oldest first: kept so a failed fsync can write them again.
+    unsynced: VecDeque<Segment>,
+}
+
+struct Segment {
+    start: u64,
+    last_lsn: u64,
+    bytes: Vec<u8>,
 }
 
 struct Writer {
@@ -50,10 +58,10 @@ struct Writer {
     other_files_size: u64,
     queue: VecDeque<Chunk>,
     written_lsn: u64,
-    synced_lsn: u64,
     last_fsync: Instant,
     failing_since: Option<Instant>,
     reservation: Arc<Reservation>,
+    syncer: Arc<Syncer>,
 }
 
 /// Opens the log (the last file the loader read, or a new one) and starts the writer thread.
@@ -85,7 +93,7 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
         };
         let f = OpenOptions::new().write(true).open(&path).map_err(|e| format!("opening {}: {e}", path.display()))?;
         other -= loaded.current.as_ref().map_or(0, |c| c.1);
-        file = Some(LogFile { file: f, write_off: len, synced_off: len, since_sync: Vec::new() });
+        file = Some(LogFile { file: Arc::new(f), write_off: len, unsynced: VecDeque::new() });
         aof.stats.aof_current_size.store(other + len, Ordering::Relaxed);
     } else {
         aof.stats.aof_current_size.store(loaded.total_size, Ordering::Relaxed);
@@ -98,6 +106,10 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
         shared.store.lock().log_enabled = true;
     }
     aof.enabled.store(enabled, Ordering::Release);
+    let syncer = Syncer::start(shared);
+    if let Some(lf) = &file {
+        syncer.set_file(lf.file.clone());
+    }
     let w = Writer {
         shared: shared.clone(),
         dir,
@@ -106,10 +118,10 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
         other_files_size: other,
         queue: VecDeque::new(),
         written_lsn: loaded.next_lsn - 1,
-        synced_lsn: loaded.next_lsn - 1,
         last_fsync: Instant::now(),
         failing_since: None,
         reservation,
+        syncer,
     };
     let handle = std::thread::Builder::new().name("ruvio-aof-writer".into()).spawn(move || w.run()).map_err(|e| e.to_string())?;
     *aof.runtime.lock() = Some(Runtime { writer: handle });
@@ -131,15 +143,29 @@ impl Writer {
         let mut last_drain = Instant::now();
         let mut last_token_check = Instant::now() - TOKEN_CHECK_EVERY;
         loop {
+            let policy = shared.config.read().appendfsync;
+            // Under everysec/no nobody waits for the writer, so commits do not wake it: it comes round every
+            // couple of milliseconds instead, sparing a thread wake-up per write.
+            aof.notify_each_commit.store(policy == AppendFsync::Always, Ordering::Relaxed);
             let shutdown = {
                 let mut p = aof.pending.lock();
                 if p.chunks.is_empty() && !p.shutdown {
-                    let wait = if self.failing_since.is_some() || self.synced_lsn < self.written_lsn { Duration::from_millis(5) } else { DRAIN_EVERY };
+                    let wait = if self.failing_since.is_some() {
+                        Duration::from_millis(5)
+                    } else if policy == AppendFsync::Always {
+                        DRAIN_EVERY
+                    } else {
+                        LAZY_WRITE_EVERY
+                    };
                     aof.wake.wait_for(&mut p, wait);
                 }
                 self.queue.extend(p.chunks.drain(..));
                 p.shutdown
             };
+            if let Some(e) = self.syncer.take_failure(aof.synced()) {
+                self.fsync_failed(e);
+            }
+            self.forget_synced();
             if last_drain.elapsed() >= DRAIN_EVERY {
                 last_drain = Instant::now();
                 if let Some(mut store) = shared.store.try_lock() {
@@ -151,20 +177,20 @@ impl Writer {
                 self.extend_token_reservation();
             }
             let retry_due = self.failing_since.map_or(true, |t| t.elapsed() >= RETRY_EVERY);
-            if retry_due && self.write_queue() {
-                self.sync_per_policy(shutdown);
+            if retry_due && self.write_queue(policy) {
+                self.sync_per_policy(policy, shutdown);
             }
-            if !self.queue.is_empty() || self.synced_lsn < self.written_lsn {
-                if self.failing_since.is_some() {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
+            if !self.queue.is_empty() && self.failing_since.is_some() {
+                std::thread::sleep(Duration::from_millis(20));
             }
             self.update_sizes();
-            if shutdown && self.queue.is_empty() && (self.synced_lsn >= self.written_lsn || self.file.is_none()) {
+            if shutdown && self.queue.is_empty() && (aof.synced() >= self.written_lsn || self.file.is_none()) {
+                self.syncer.shutdown();
                 return;
             }
             if shutdown && self.failing_since.is_some_and(|t| t.elapsed() > Duration::from_secs(5)) {
                 tracing::error!("shutting down with records the disk refused to take");
+                self.syncer.shutdown();
                 return;
             }
             self.maybe_auto_rewrite();
@@ -180,8 +206,35 @@ impl Writer {
         self.shared.aof.set_error(Some(reason));
     }
 
+    /// Drops the copies of bytes an fsync has confirmed.
+    fn forget_synced(&mut self) {
+        let synced = self.shared.aof.synced();
+        if let Some(lf) = self.file.as_mut() {
+            while lf.unsynced.front().is_some_and(|s| s.last_lsn <= synced) {
+                lf.unsynced.pop_front();
+            }
+        }
+    }
+
+    /// After a failed fsync the page cache cannot be trusted: everything not confirmed is written again, at the
+    /// same offsets, before any further fsync may confirm it.
+    fn fsync_failed(&mut self, e: std::io::Error) {
+        self.forget_synced();
+        if let Some(lf) = self.file.as_mut() {
+            let again = std::mem::take(&mut lf.unsynced);
+            if let Some(first) = again.front() {
+                lf.write_off = first.start;
+                let _ = lf.file.set_len(first.start);
+            }
+            for seg in again.into_iter().rev() {
+                self.queue.push_front(Chunk::Data { bytes: seg.bytes, last_lsn: seg.last_lsn });
+            }
+        }
+        self.fail("fsync", e);
+    }
+
     /// Writes queued chunks in order; false if one failed (it stays queued for the retry).
-    fn write_queue(&mut self) -> bool {
+    fn write_queue(&mut self, policy: AppendFsync) -> bool {
         while let Some(chunk) = self.queue.front() {
             match chunk {
                 Chunk::Data { bytes, last_lsn } => {
@@ -193,12 +246,18 @@ impl Writer {
                             self.fail("write", e);
                             return false;
                         }
+                        let start = lf.write_off;
                         lf.write_off += bytes.len() as u64;
-                        lf.since_sync.extend_from_slice(bytes);
+                        let Some(Chunk::Data { bytes, .. }) = self.queue.pop_front() else { unreachable!("front is data") };
+                        // Under `no` nothing is fsynced, so there is nothing to write again later.
+                        if policy != AppendFsync::No {
+                            lf.unsynced.push_back(Segment { start, last_lsn, bytes });
+                        }
+                    } else {
+                        self.queue.pop_front();
                     }
                     self.written_lsn = last_lsn;
                     self.shared.aof.written.store(last_lsn, Ordering::Release);
-                    self.queue.pop_front();
                 }
                 Chunk::Rotate { gen, first_lsn } => {
                     let (gen, first_lsn) = (*gen, *first_lsn);
@@ -217,10 +276,8 @@ impl Writer {
     fn rotate(&mut self, gen: u64, first_lsn: u64) -> std::io::Result<()> {
         if let Some(lf) = self.file.as_mut() {
             lf.file.sync_data()?;
-            lf.synced_off = lf.write_off;
-            lf.since_sync.clear();
-            self.synced_lsn = self.written_lsn;
-            self.shared.aof.publish_synced(self.synced_lsn);
+            lf.unsynced.clear();
+            self.shared.aof.publish_synced(self.written_lsn);
             let fname = manifest::incr_name(&self.appendfilename, gen);
             let path = self.dir.join(&fname);
             create_log_file(&path, first_lsn)?;
@@ -231,56 +288,40 @@ impl Writer {
             next.write(&manifest::path(&self.dir, &self.appendfilename))?;
             *m = next;
             self.other_files_size += lf.write_off;
-            *lf = LogFile { file, write_off: HEADER_LEN as u64, synced_off: HEADER_LEN as u64, since_sync: Vec::new() };
+            let file = Arc::new(file);
+            // Set before anything is written to the new file, so every later request pairs with it.
+            self.syncer.set_file(file.clone());
+            *lf = LogFile { file, write_off: HEADER_LEN as u64, unsynced: VecDeque::new() };
         }
         self.shared.aof.rotated_gen.store(gen, Ordering::Release);
         Ok(())
     }
 
-    fn sync_per_policy(&mut self, shutdown: bool) {
-        let policy = self.shared.config.read().appendfsync;
+    fn sync_per_policy(&mut self, policy: AppendFsync, shutdown: bool) {
         let aof = &self.shared.aof;
         let Some(lf) = self.file.as_mut() else {
-            self.synced_lsn = self.written_lsn;
-            aof.publish_synced(self.synced_lsn);
+            aof.publish_synced(self.written_lsn);
             return;
         };
-        let due = self.written_lsn > self.synced_lsn
-            && match policy {
-                AppendFsync::Always => true,
-                AppendFsync::EverySec => self.last_fsync.elapsed() >= Duration::from_secs(1),
-                AppendFsync::No => false,
-            };
-        if policy == AppendFsync::No {
-            // The kernel writes when it likes; nothing to keep for a retry and nobody waits for an fsync.
-            lf.since_sync.clear();
-        }
-        if due || (shutdown && self.written_lsn > self.synced_lsn) {
-            match lf.file.sync_data() {
-                Ok(()) => {
-                    lf.synced_off = lf.write_off;
-                    lf.since_sync.clear();
-                    self.synced_lsn = self.written_lsn;
-                    self.last_fsync = Instant::now();
-                    aof.publish_synced(self.synced_lsn);
-                    aof.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-                    aof.stats.last_fsync_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
-                }
-                Err(e) => {
-                    // After a failed fsync the page cache cannot be trusted: write those bytes again.
-                    let again = std::mem::take(&mut lf.since_sync);
-                    lf.write_off = lf.synced_off;
-                    let _ = lf.file.set_len(lf.synced_off);
-                    if !again.is_empty() {
-                        self.queue.push_front(Chunk::Data { bytes: again, last_lsn: self.written_lsn });
+        if self.written_lsn > aof.synced() {
+            let inline_due = shutdown || (policy == AppendFsync::EverySec && self.last_fsync.elapsed() >= Duration::from_secs(1));
+            if policy == AppendFsync::Always && !shutdown {
+                self.syncer.request(self.written_lsn);
+            } else if inline_due {
+                match lf.file.sync_data() {
+                    Ok(()) => {
+                        lf.unsynced.clear();
+                        self.last_fsync = Instant::now();
+                        aof.publish_synced(self.written_lsn);
+                        aof.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                        aof.stats.last_fsync_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
                     }
-                    self.fail("fsync", e);
-                    return;
+                    Err(e) => {
+                        self.fsync_failed(e);
+                        return;
+                    }
                 }
             }
-        } else if policy != AppendFsync::Always {
-            // Replies do not wait under everysec/no; waiters (if the policy just changed) are served by the next
-            // fsync.
         }
         if self.failing_since.is_some() && self.queue.is_empty() {
             self.failing_since = None;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Throughput with persistence on: ruvio vs Debian's redis-server in the same run, both with appendonly yes and the
+# same appendfsync, data folders on the same disk. For appendfsync always and everysec, with 1 and 50 clients:
+#   - SET (redis-benchmark, no pipelining),
+#   - lock acquire+release pairs (crates/ruvio/examples/lock_bench.rs): LEASE/RELEASE on ruvio, the Redis idiom
+#     SET NX PX + compare-and-delete EVAL on redis-server.
+# Prints ops/s for each and the ruvio/redis ratio.
+#
+# Usage: bench/persistence.sh [SET-requests-per-run] [lock-seconds]   (needs redis-server, redis-benchmark, redis-cli)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-100000}
+LOCK_SECS=${2:-5}
+RUVIO=${RUVIO_BIN:-target/release/ruvio}
+RUVIO_PORT=${RUVIO_PORT:-7421}
+REDIS_PORT=${REDIS_PORT:-7422}
+[ -x "$RUVIO" ] || cargo build --release -p ruvio
+cargo build --release -q -p ruvio --example lock_bench
+LOCK_BENCH=${CARGO_TARGET_DIR:-target}/release/examples/lock_bench
+work=$(mktemp -d "${BENCH_DIR:-/tmp}/ruvio-bench-persist.XXXXXX")
+ruvio_pid=""; redis_pid=""
+stop_servers() {
+  [ -n "$ruvio_pid" ] && kill "$ruvio_pid" 2>/dev/null && wait "$ruvio_pid" 2>/dev/null || true
+  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
+  ruvio_pid=""; redis_pid=""
+}
+cleanup() { stop_servers; rm -rf "$work"; }
+trap cleanup EXIT
+
+start_servers() { # appendfsync
+  rm -rf "$work/ruvio" "$work/redis"; mkdir -p "$work/ruvio" "$work/redis"
+  "$RUVIO" --port $RUVIO_PORT --dir "$work/ruvio" --appendonly yes --appendfsync "$1" --loglevel warning >"$work/ruvio.log" 2>&1 &
+  ruvio_pid=$!
+  redis-server --port $REDIS_PORT --dir "$work/redis" --save '' --appendonly yes --appendfsync "$1" --loglevel warning >"$work/redis.log" 2>&1 &
+  redis_pid=$!
+  for p in $RUVIO_PORT $REDIS_PORT; do
+    for _ in $(seq 100); do [ "$(redis-cli -p $p ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+  done
+}
+
+set_rps() { # port clients requests
+  redis-benchmark -p "$1" -t set -n "$3" -c "$2" -r 100000 -d 16 --csv 2>/dev/null | awk -F, 'NR>1 {gsub(/"/,""); print $2}'
+}
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# Each figure is the median of REPEAT runs, ruvio and redis-server alternating, so a busy moment on a shared
+# machine hits both sides alike.
+REPEAT=${REPEAT:-3}
+pair() { # command-for-ruvio command-for-redis -> "ruvio_median redis_median"
+  local a="" b=""
+  for _ in $(seq "$REPEAT"); do a="$a $($1)"; b="$b $($2)"; done
+  echo "$(echo $a | tr ' ' '\n' | median) $(echo $b | tr ' ' '\n' | median)"
+}
+
+echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}'); disk: $(df -P "$work" | awk 'NR==2 {print $1}')"
+echo "figures: ops/s, median of $REPEAT alternating runs; acquire+release counts one acquire and one release as one op"
+printf '%-10s %-15s %7s %12s %12s %7s\n' fsync test clients ruvio_ops redis_ops ratio
+for fsync in always everysec; do
+  start_servers "$fsync"
+  for c in 1 50; do
+    n=$N
+    # One client under always is one fsync per write: keep that run short.
+    [ "$fsync" = always ] && [ "$c" = 1 ] && n=$(( N / 20 ))
+    read -r r s < <(pair "set_rps $RUVIO_PORT $c $n" "set_rps $REDIS_PORT $c $n")
+    printf '%-10s %-15s %7s %12.0f %12.0f %7.2f\n' "$fsync" SET "$c" "$r" "$s" "$(echo "$r / $s" | bc -l)"
+    read -r r s < <(pair "$LOCK_BENCH ruvio $RUVIO_PORT $c $LOCK_SECS" "$LOCK_BENCH redis $REDIS_PORT $c $LOCK_SECS")
+    printf '%-10s %-15s %7s %12.0f %12.0f %7.2f\n' "$fsync" acquire+release "$c" "$r" "$s" "$(echo "$r / $s" | bc -l)"
+  done
+  stop_servers
+done
