@@ -248,6 +248,12 @@ impl<R: Read> RecordReader<R> {
 
     /// The next record, `Ok(None)` at a clean end of file.
     pub fn next_record(&mut self) -> Result<Option<Record>, ReadError> {
+        self.next_record_reusing(Vec::new())
+    }
+
+    /// [`RecordReader::next_record`], reading the payload into `payload` (a buffer handed back from an earlier
+    /// record) so a long load does not allocate per record.
+    pub fn next_record_reusing(&mut self, mut payload: Vec<u8>) -> Result<Option<Record>, ReadError> {
         let at = self.offset;
         let left = self.file_len - at;
         if left == 0 {
@@ -268,7 +274,8 @@ impl<R: Read> RecordReader<R> {
         if len > MAX_PAYLOAD {
             return Err(corrupt("record length out of range"));
         }
-        let mut payload = vec![0u8; len as usize];
+        payload.clear();
+        payload.resize(len as usize, 0);
         self.inner.read_exact(&mut payload).map_err(|e| corrupt(&e.to_string()))?;
         let mut hasher = crc32fast::Hasher::new();
         hasher.update(&h[8..]);

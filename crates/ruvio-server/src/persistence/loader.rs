@@ -90,8 +90,9 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), S
     let mut store = shared.store.lock();
     let databases = store.dbs.len();
     let mut ended = false;
+    let mut spare = Vec::new();
     loop {
-        let rec = match r.next_record() {
+        let rec = match r.next_record_reusing(std::mem::take(&mut spare)) {
             Ok(Some(rec)) => rec,
             Ok(None) => break,
             Err(e) => return Err(format!("the snapshot {} is damaged: {}", path.display(), at(path, &e))),
@@ -111,17 +112,17 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), S
                 match &entry.data {
                     Data::Lease(l) => {
                         store.locks.tokens.observe(l.token);
-                        store.locks.arm(entry.expire_at, db, &key);
+                        store.locks.arm(entry.expire_at, db, key);
                     }
                     Data::Semaphore(s) => {
                         for h in &s.holders {
                             store.locks.tokens.observe(h.token);
-                            store.locks.arm(h.deadline, db, &key);
+                            store.locks.arm(h.deadline, db, key);
                         }
                     }
                     Data::Str(_) => {}
                 }
-                store.dbs[db].insert(&key, entry);
+                store.dbs[db].insert(key, entry);
                 keys += 1;
                 if keys % 65536 == 0 {
                     // Let INFO in while a large snapshot loads.
@@ -144,6 +145,7 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), S
             RecordKind::End => ended = true,
             RecordKind::Command => return Err(bad("a command record inside a snapshot".into())),
         }
+        spare = rec.payload;
     }
     if !ended {
         return Err(format!("the snapshot {} is incomplete (no end marker)", path.display()));
@@ -152,11 +154,11 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), S
 }
 
 /// Snapshot key payload: expire (wall ms, 0 = none) i64, type u8, key, value by type.
-pub fn decode_key(p: &[u8]) -> Result<(Vec<u8>, Entry), String> {
+pub fn decode_key(p: &[u8]) -> Result<(&[u8], Entry), String> {
     let mut c = Cursor::new(p);
     let expire_wall = c.i64()?;
     let ty = c.u8()?;
-    let key = c.bytes()?.to_vec();
+    let key = c.bytes()?;
     let data = match ty {
         0 => Data::Str(CompactBytes::new(c.bytes()?)),
         1 => Data::Lease(Box::new(Lease { token: c.i64()? })),

@@ -325,7 +325,7 @@ pub fn info_section(shared: &Shared, dirty: u64, tokens: (i64, i64), out: &mut S
         out,
         "loading:{}\r\nasync_loading:0\r\nrdb_changes_since_last_save:{dirty}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{last_rewrite_sec}\r\n\
 aof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:0\r\naof_last_rewrite_time_sec:{last_rewrite_sec}\r\naof_current_rewrite_time_sec:{current_rewrite}\r\n\
-aof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\n\
+aof_last_rewrite_time_ms:{last_rewrite}\r\naof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_last_write_status:{}\r\naof_current_size:{}\r\naof_base_size:{}\r\naof_pending_rewrite:0\r\n\
 aof_unwritten_records:{}\r\naof_pending_bio_fsync:{}\r\naof_delayed_fsync:0\r\naof_fsyncs:{}\r\naof_fsync_lag_ms:{fsync_lag}\r\naof_pending_fsync_records:{pending_lsns}\r\naof_last_lsn:{}\r\naof_synced_lsn:{}\r\naof_last_write_error:{}\r\n\
 loading_time_ms:{}\r\nloading_loaded_records:{}\r\nfencing_token_last:{}\r\nfencing_token_reserved_until:{}\r\n",
         loading as u8,
