@@ -80,8 +80,11 @@ impl Connection {
             }
             self.drain_outbox();
             self.flush().await?;
-            if info.is_killed() || *shutdown.borrow() {
+            if info.is_killed() {
                 return Ok(());
+            }
+            if *shutdown.borrow() {
+                return self.finish_sent_requests().await;
             }
             let idle = {
                 let t = self.shared.config.read().timeout;
@@ -104,6 +107,22 @@ impl Connection {
                 }
             }
         }
+    }
+
+    /// At shutdown: requests the client had already sent (in the socket's buffer now) still get their replies;
+    /// bounded, so a client that keeps sending cannot hold the shutdown.
+    async fn finish_sent_requests(&mut self) -> std::io::Result<()> {
+        for _ in 0..64 {
+            match self.stream.try_read_buf(&mut self.inbuf) {
+                Ok(n) if n > 0 => Stats::add(&self.shared.stats.net_input_bytes, n as u64),
+                _ => return Ok(()),
+            }
+            if let Step::Close = self.process_input().await? {
+                return Ok(());
+            }
+            self.flush().await?;
+        }
+        Ok(())
     }
 
     fn limits(&self) -> (RequestLimits, usize) {
