@@ -24,7 +24,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
-use tokio::sync::watch;
 
 use crate::shared::Shared;
 use crate::store::Store;
@@ -80,7 +79,10 @@ pub struct Aof {
     /// LSN of the last record handed to the writer.
     assigned: AtomicU64,
     /// LSN of the last record known to be fsynced.
-    synced: watch::Sender<u64>,
+    synced: AtomicU64,
+    /// Connections waiting for an LSN to be fsynced. Each publish wakes only those it satisfies (a broadcast would
+    /// wake every waiting client on every fsync).
+    sync_waiters: Mutex<Vec<(u64, tokio::sync::oneshot::Sender<()>)>>,
     /// LSN of the last record written (maybe not fsynced).
     pub(crate) written: AtomicU64,
     /// Why the last write or fsync failed, while it is failing: write commands get `-MISCONF`.
@@ -110,7 +112,8 @@ impl Default for Aof {
             pending: Mutex::new(Pending { next_lsn: 1, ..Default::default() }),
             wake: Condvar::new(),
             assigned: AtomicU64::new(0),
-            synced: watch::channel(0).0,
+            synced: AtomicU64::new(0),
+            sync_waiters: Mutex::new(Vec::new()),
             written: AtomicU64::new(0),
             error: Mutex::new(None),
             has_error: AtomicBool::new(false),
@@ -176,18 +179,24 @@ impl Aof {
     }
 
     pub fn synced(&self) -> u64 {
-        *self.synced.borrow()
+        self.synced.load(Ordering::Acquire)
     }
 
     pub(crate) fn publish_synced(&self, lsn: u64) {
-        self.synced.send_if_modified(|v| {
-            if lsn > *v {
-                *v = lsn;
-                true
+        if self.synced.fetch_max(lsn, Ordering::AcqRel) >= lsn {
+            return;
+        }
+        let mut waiters = self.sync_waiters.lock();
+        let synced = self.synced();
+        let mut i = 0;
+        while i < waiters.len() {
+            if waiters[i].0 <= synced {
+                let (_, tx) = waiters.swap_remove(i);
+                let _ = tx.send(());
             } else {
-                false
+                i += 1;
             }
-        });
+        }
     }
 
     /// Under `appendfsync always`, the LSN a batch must see fsynced before its replies leave: its own writes, or,
@@ -213,8 +222,16 @@ impl Aof {
         if self.synced() >= lsn {
             return;
         }
-        let mut rx = self.synced.subscribe();
-        let _ = rx.wait_for(|v| *v >= lsn).await;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        {
+            let mut waiters = self.sync_waiters.lock();
+            // Checked again under the lock a publisher takes after raising `synced`, so no wake-up is missed.
+            if self.synced() >= lsn {
+                return;
+            }
+            waiters.push((lsn, tx));
+        }
+        let _ = rx.await;
     }
 
     pub fn has_error(&self) -> bool {

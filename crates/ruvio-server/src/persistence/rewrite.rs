@@ -8,7 +8,7 @@
 //! manifest switches to that pair atomically, and only then are the old files deleted. A crash at any point leaves
 //! a manifest that lists a complete, consistent set.
 //!
-//! Bounds: the store lock is held for one chunk (16 of 1024 segments, ~1.6% of the keys) at a time; extra memory
+//! Bounds: the store lock is held for one chunk (4 of 1024 segments, ~0.4% of the keys) at a time; extra memory
 //! is the entries changed during the rewrite in segments not yet written (each at most once) plus one chunk's
 //! encoding buffer.
 
@@ -26,7 +26,7 @@ use super::Chunk;
 use crate::keyspace::{Data, Entry, SEGMENTS};
 use crate::shared::Shared;
 
-const SEGMENTS_PER_CHUNK: usize = 16;
+const SEGMENTS_PER_CHUNK: usize = 4;
 
 /// Starts a background rewrite. `Err` if one is already running.
 pub fn start(shared: &Arc<Shared>) -> Result<(), &'static str> {
