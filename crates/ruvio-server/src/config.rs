@@ -57,6 +57,8 @@ pub struct Config {
     pub output_replica: OutputLimit,
     pub output_pubsub: OutputLimit,
     pub hz: u64,
+    /// Threads serving connections (each runs its own event loop); defaults to the number of cores.
+    pub io_threads: usize,
 }
 
 impl Default for Config {
@@ -85,6 +87,7 @@ impl Default for Config {
             output_replica: OutputLimit { hard: 256 << 20, soft: 64 << 20, soft_seconds: 60 },
             output_pubsub: OutputLimit { hard: 32 << 20, soft: 8 << 20, soft_seconds: 60 },
             hz: 10,
+            io_threads: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         }
     }
 }
@@ -187,6 +190,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "aof-load-truncated", get: |c| yes_no(c.aof_load_truncated), set: |c, v| { c.aof_load_truncated = boolean(v)?; Ok(()) }, mutable: true },
     Param { name: "save", get: |c| c.save.clone(), set: |c, v| { c.save = v.to_string(); Ok(()) }, mutable: true },
     Param { name: "client-output-buffer-limit", get: format_output_limits, set: set_output_limits, mutable: true },
+    Param { name: "io-threads", get: |c| c.io_threads.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 128 { return Err("argument must be between 1 and 128".into()) } c.io_threads = n; Ok(()) }, mutable: false },
     Param { name: "hz", get: |c| c.hz.to_string(), set: |c, v| { let n: u64 = num(v)?; c.hz = n.clamp(1, 500); Ok(()) }, mutable: true },
     // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
     Param { name: "replica-read-only", get: |_| "yes".into(), set: |_, _| Ok(()), mutable: true },

@@ -136,9 +136,9 @@ fn locks(ctx: &mut Ctx, out: &mut String) {
 }
 
 fn ruvio(ctx: &mut Ctx, out: &mut String) {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = ctx.shared.config.read().io_threads;
     let epoch = ctx.store().locks.tokens.epoch();
-    let _ = write!(out, "ruvio_version:{}\r\nworker_threads:{threads}\r\nfencing_epoch:{epoch}\r\n", crate::VERSION);
+    let _ = write!(out, "ruvio_version:{}\r\nio_threads:{threads}\r\nfencing_epoch:{epoch}\r\n", crate::VERSION);
 }
 
 fn keyspace(ctx: &mut Ctx, out: &mut String) {

@@ -10,6 +10,7 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::client::ClientInfo;
 use crate::connection::Connection;
 use crate::shared::{Shared, Stats};
+use crate::workers::Workers;
 
 const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Ruvio you may adopt one of the following solutions: 1) Disable protected mode by sending the command 'CONFIG SET protected-mode no' from the loopback interface. 2) Set a password with 'CONFIG SET requirepass <password>' or the `requirepass` config option. 3) Start the server with '--protected-mode no'.\r\n";
 
@@ -44,8 +45,8 @@ pub async fn bind(shared: &Arc<Shared>) -> std::io::Result<Vec<TcpListener>> {
     Ok(listeners)
 }
 
-/// Accepts connections on `listener` until shutdown.
-pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
+/// Accepts connections on `listener` until shutdown and hands each to an I/O worker.
+pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Arc<Workers>) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let accepted = tokio::select! {
@@ -53,7 +54,23 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener) {
             _ = shutdown.wait_for(|s| *s) => return,
         };
         match accepted {
-            Ok((stream, peer)) => admit(&shared, stream, peer).await,
+            Ok((stream, peer)) => {
+                // The socket moves to the worker's runtime: re-registered there, it is polled by that thread only.
+                let std_stream = match stream.into_std() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        tracing::warn!("could not hand over a connection: {e}");
+                        continue;
+                    }
+                };
+                let shared = shared.clone();
+                workers.next().spawn(async move {
+                    match TcpStream::from_std(std_stream) {
+                        Ok(stream) => admit(&shared, stream, peer).await,
+                        Err(e) => tracing::warn!("could not adopt a connection: {e}"),
+                    }
+                });
+            }
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
                 tracing::warn!("accept failed: {e}");
@@ -88,12 +105,10 @@ async fn admit(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     };
     if !admitted {
         Stats::add(&shared.stats.rejected_connections, 1);
-        // Answered off the accept loop so a client that does not read cannot stall accepting.
-        tokio::spawn(async move { let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await; });
+        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
         return;
     }
-    let conn = Connection::new(shared.clone(), stream, info);
-    tokio::spawn(conn.run());
+    Connection::new(shared.clone(), stream, info).run().await;
 }
 
 fn is_mapped_loopback(ip: IpAddr) -> bool {

@@ -139,7 +139,9 @@ fn main() -> ExitCode {
     };
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| tracing_filter(&config.loglevel).to_string());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    // Connections run on the server's own I/O workers (io-threads); this runtime only accepts and runs the light
+    // background tasks, so one thread is enough.
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio runtime");
     match runtime.block_on(ruvio_server::run(config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -1,0 +1,78 @@
+//! The I/O workers: one OS thread per core, each running a single-threaded tokio runtime that owns the connections
+//! handed to it.
+//!
+//! A connection stays on one thread for its whole life, and an idle worker sleeps in epoll_wait like Redis's event
+//! loop instead of parking and being unparked by a work-stealing scheduler; on a small machine that context-switch
+//! traffic cost more than the stealing gained. Work that must be shared (the store) sits behind the store lock, which
+//! is held only for the short execution of commands.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::runtime::Handle;
+
+use crate::shared::Shared;
+
+pub struct Workers {
+    handles: Vec<Handle>,
+    next: AtomicUsize,
+    threads: parking_lot::Mutex<Vec<std::thread::JoinHandle<()>>>,
+}
+
+impl Workers {
+    /// Starts `n` workers (at least one). Each runs until the server shuts down and its connections have closed.
+    pub fn start(shared: &Arc<Shared>, n: usize) -> std::io::Result<Arc<Workers>> {
+        let mut handles = Vec::new();
+        let mut threads = Vec::new();
+        for i in 0..n.max(1) {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let shared = shared.clone();
+            let thread = std::thread::Builder::new().name(format!("ruvio-io-{i}")).spawn(move || {
+                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                let _ = tx.send(Ok(rt.handle().clone()));
+                rt.block_on(async move {
+                    let mut shutdown = shared.shutdown.subscribe();
+                    let _ = shutdown.wait_for(|s| *s).await;
+                    // Give this worker's connections the moment they need to write their last replies.
+                    for _ in 0..200 {
+                        if shared.clients.lock().is_empty() {
+                            break;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    }
+                });
+            })?;
+            let handle = rx.recv().map_err(|_| std::io::Error::other("worker thread died at start"))??;
+            handles.push(handle);
+            threads.push(thread);
+        }
+        Ok(Arc::new(Workers { handles, next: AtomicUsize::new(0), threads: parking_lot::Mutex::new(threads) }))
+    }
+
+    /// The runtime the next connection goes to (round robin).
+    pub fn next(&self) -> &Handle {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len();
+        &self.handles[i]
+    }
+
+    pub fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.handles.is_empty()
+    }
+
+    /// Waits (blocking) for every worker thread to finish; call after shutdown.
+    pub fn join(&self) {
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
