@@ -5,7 +5,7 @@
 #
 # 1. installs what the tests need (as root: redis-server + redis-tools from apt; always: the
 #    pinned Python packages in tests/python/.venv and the pinned npm packages in tests/node),
-# 2. builds the workspace and runs the Rust tests (cargo build/test --release --workspace),
+# 2. builds the workspace and runs the Rust tests (cargo build/test --release --workspace --all-features),
 # 3. runs the black-box compatibility suites against a started `ruvio` binary:
 #    pytest tests/python, then `node --test` in tests/node.
 #
@@ -87,8 +87,9 @@ else
   step "cargo build --release --workspace"
   cargo build --release --workspace
 
-  step "cargo test --workspace --release"
-  cargo test --workspace --release
+  step "cargo test --workspace --release --all-features"
+  # --all-features: the client's async (tokio) API and its tests are behind a feature.
+  cargo test --workspace --release --all-features
 
   export RUVIO_BIN="${RUVIO_BIN:-$REPO/target/release/ruvio}"
   [ -x "$RUVIO_BIN" ] || die "ruvio binary not found at $RUVIO_BIN after the build"
