@@ -50,6 +50,17 @@ fn holds_lock(ctx: &mut Ctx, keys: &[Bytes]) -> bool {
     keys.iter().any(|k| db.get(k, now).is_some_and(|e| e.data.is_lock()))
 }
 
+/// Stores a computed string at `key`, keeping the deadline of a key that exists (INCR, APPEND and friends do not
+/// touch the TTL).
+fn write_string(db: &mut Db, key: &[u8], value: CompactBytes, now: u64) {
+    match db.get_mut(key, now) {
+        Some(Data::Str(s)) => *s = value,
+        _ => {
+            db.insert(key, Entry::new(Data::Str(value)));
+        }
+    }
+}
+
 /// The string at `key`: `Ok(None)` if missing, `Err(WRONGTYPE)` if the key holds a lock.
 pub fn read_str<'d>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d CompactBytes>, Value> {
     match db.get(key, now) {
@@ -348,12 +359,7 @@ fn incr_by(ctx: &mut Ctx, delta: i64) -> Value {
         return Value::error("ERR increment or decrement would overflow");
     };
     let text = itoa::Buffer::new().format(next).as_bytes().to_vec();
-    match db.get_mut(&args[1], now) {
-        Some(Data::Str(s)) => *s = CompactBytes::from_vec(text),
-        _ => {
-            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::from_vec(text))));
-        }
-    }
+    write_string(db, &args[1], CompactBytes::from_vec(text), now);
     ctx.store().dirty += 1;
     Value::Integer(next)
 }
@@ -393,6 +399,20 @@ fn format_float(v: f64) -> String {
     if !short.contains('e') && short.len() < s.len() { short } else { s.to_string() }
 }
 
+/// `a + b` computed in decimal when both fit in 28 significant digits. Redis adds in `long double`, so
+/// `1.1 + 2.2` is `3.3` there; 64-bit floats would say `3.3000000000000003`. Decimal arithmetic gives Redis's
+/// answer for every everyday value; anything larger falls back to floating point.
+fn decimal_sum(a: &[u8], b: &[u8]) -> Option<String> {
+    use rust_decimal::Decimal;
+    use std::str::FromStr;
+    let parse = |t: &[u8]| {
+        let t = std::str::from_utf8(t).ok()?;
+        if t.contains(['e', 'E']) { Decimal::from_scientific(t).ok() } else { Decimal::from_str(t).ok() }
+    };
+    let sum = parse(a)?.checked_add(parse(b)?)?.normalize();
+    Some(sum.to_string())
+}
+
 fn incrbyfloat(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
     let delta = match float_arg(&args[2]) {
@@ -400,25 +420,20 @@ fn incrbyfloat(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     let db = ctx.db();
-    let current = match read_str(db, &args[1], now) {
-        Ok(Some(s)) => match parse_f64(s) {
-            Some(n) => n,
-            None => return Value::error("ERR value is not a valid float"),
-        },
-        Ok(None) => 0.0,
+    let current_text = match read_str(db, &args[1], now) {
+        Ok(Some(s)) => s.to_vec(),
+        Ok(None) => b"0".to_vec(),
         Err(e) => return e,
+    };
+    let Some(current) = parse_f64(&current_text) else {
+        return Value::error("ERR value is not a valid float");
     };
     let next = current + delta;
     if next.is_nan() || next.is_infinite() {
         return Value::error("ERR increment would produce NaN or Infinity");
     }
-    let text = format_float(next);
-    match db.get_mut(&args[1], now) {
-        Some(Data::Str(s)) => *s = CompactBytes::new(text.as_bytes()),
-        _ => {
-            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(text.as_bytes()))));
-        }
-    }
+    let text = decimal_sum(&current_text, &args[2]).unwrap_or_else(|| format_float(next));
+    write_string(db, &args[1], CompactBytes::new(text.as_bytes()), now);
     ctx.store().dirty += 1;
     // Replayed as SET so float rounding cannot differ on another machine.
     ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), Bytes::from(text.clone()), Bytes::from_static(b"KEEPTTL")]);
@@ -438,12 +453,7 @@ fn append(ctx: &mut Ctx) -> Value {
     }
     value.extend_from_slice(&args[2]);
     let len = value.len() as i64;
-    match db.get_mut(&args[1], now) {
-        Some(Data::Str(s)) => *s = CompactBytes::from_vec(value),
-        _ => {
-            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::from_vec(value))));
-        }
-    }
+    write_string(db, &args[1], CompactBytes::from_vec(value), now);
     ctx.store().dirty += 1;
     Value::Integer(len)
 }
@@ -502,12 +512,22 @@ fn setrange(ctx: &mut Ctx) -> Value {
     }
     value[offset..offset + patch.len()].copy_from_slice(patch);
     let len = value.len() as i64;
-    match db.get_mut(&args[1], now) {
-        Some(Data::Str(s)) => *s = CompactBytes::from_vec(value),
-        _ => {
-            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::from_vec(value))));
-        }
-    }
+    write_string(db, &args[1], CompactBytes::from_vec(value), now);
     ctx.store().dirty += 1;
     Value::Integer(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal_sum;
+
+    #[test]
+    fn incrbyfloat_sums_like_redis() {
+        assert_eq!(decimal_sum(b"1.1", b"2.2").as_deref(), Some("3.3"));
+        assert_eq!(decimal_sum(b"10.50", b"0.1").as_deref(), Some("10.6"));
+        assert_eq!(decimal_sum(b"0", b"12345678901234567890").as_deref(), Some("12345678901234567890"));
+        assert_eq!(decimal_sum(b"5.0e3", b"2.0e2").as_deref(), Some("5200"));
+        assert_eq!(decimal_sum(b"-1.5", b"1.5").as_deref(), Some("0"));
+        assert_eq!(decimal_sum(b"1e300", b"1"), None);
+    }
 }

@@ -125,6 +125,21 @@ fn segment_of(hash: u64) -> usize {
     ((hash >> 32) as usize) & (SEGMENTS - 1)
 }
 
+/// Keeps the segment's and the database's counts of keys with a deadline right when one key gains or loses one.
+fn count_volatile(segment: &mut usize, total: &mut usize, was: bool, is: bool) {
+    match (was, is) {
+        (false, true) => {
+            *segment += 1;
+            *total += 1;
+        }
+        (true, false) => {
+            *segment -= 1;
+            *total -= 1;
+        }
+        _ => {}
+    }
+}
+
 impl Default for Db {
     fn default() -> Self {
         Self::new()
@@ -239,17 +254,7 @@ impl Db {
             }
         };
         let old_volatile = old.as_ref().is_some_and(|o| o.expire_at != 0);
-        match (old_volatile, new_volatile) {
-            (false, true) => {
-                seg.volatile += 1;
-                self.volatile += 1
-            }
-            (true, false) => {
-                seg.volatile -= 1;
-                self.volatile -= 1
-            }
-            _ => {}
-        }
+        count_volatile(&mut seg.volatile, &mut self.volatile, old_volatile, new_volatile);
         old
     }
 
@@ -280,17 +285,7 @@ impl Db {
         let Some(slot) = seg.table.find_mut(h, |e| &*e.0 == key) else { return false };
         let was = slot.1.expire_at != 0;
         slot.1.expire_at = expire_at;
-        match (was, expire_at != 0) {
-            (false, true) => {
-                seg.volatile += 1;
-                self.volatile += 1
-            }
-            (true, false) => {
-                seg.volatile -= 1;
-                self.volatile -= 1
-            }
-            _ => {}
-        }
+        count_volatile(&mut seg.volatile, &mut self.volatile, was, expire_at != 0);
         true
     }
 
