@@ -17,7 +17,7 @@ macro_rules! cmd {
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("get", 2, READONLY | FAST, (1, 1, 1), "Returns the string value of a key.", get),
-    cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.", set),
+    cmd!("set", -3, WRITE | DENYOOM, (1, 1, 1), "Sets the string value of a key (never over a lock key). The key is created if it doesn't exist.", set),
     cmd!("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), "Set the string value of a key only when the key doesn't exist.", setnx),
     cmd!("setex", 4, WRITE | DENYOOM, (1, 1, 1), "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", setex),
     cmd!("psetex", 4, WRITE | DENYOOM, (1, 1, 1), "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", psetex),
