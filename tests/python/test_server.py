@@ -224,3 +224,21 @@ def test_pubsub_limit_zero_means_unlimited(server):
         sub.expect(b"*3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$10000\r\n", timeout=10)
     finally:
         sub.close()
+
+
+def test_argument_errors_match_redis(server):
+    with server.raw() as c:
+        c.send(encode("CONFIG", "SET", "timeout", "0", "hz"))
+        c.expect(b"-ERR syntax error\r\n")
+        c.send(encode("PUBSUB", "CHANNELS", "a", "b"))
+        c.expect(b"-ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.\r\n")
+        c.send(encode("CLIENT", "NO-EVICT", "maybe"))
+        c.expect(b"-ERR syntax error\r\n")
+        c.send(encode("CLIENT", "NO-EVICT", "off"))
+        c.expect(b"+OK\r\n")
+        c.send(encode("WAIT", "0", "soon"))
+        c.expect(b"-ERR timeout is not an integer or out of range\r\n")
+        c.send(encode("SHUTDOWN", "ABORT"))
+        c.expect(b"-ERR No shutdown in progress.\r\n")
+        c.send(encode("PING"))
+        c.expect(b"+PONG\r\n")

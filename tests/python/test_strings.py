@@ -193,6 +193,10 @@ def test_incrbyfloat(r):
     r.set("p", "3.0")
     assert r.incrbyfloat("p", "1.1") == pytest.approx(4.1)
     assert r.get("p") == b"4.1"
+    # Redis adds in long double: 1.1 + 2.2 is exactly 3.3 there, not 3.3000000000000003.
+    r.set("q", "1.1")
+    r.incrbyfloat("q", "2.2")
+    assert r.get("q") == b"3.3"
     r.set("s", "abc")
     with pytest.raises(redis.ResponseError, match="value is not a valid float"):
         r.incrbyfloat("s", 1)

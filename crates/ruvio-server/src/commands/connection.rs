@@ -44,8 +44,8 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("list", -2, ADMIN | LOADING | STALE, "Lists open connections.", client_list),
     cmd!("kill", -3, ADMIN | LOADING | STALE, "Terminates open connections.", client_kill),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", client_help),
-    cmd!("no-evict", 3, ADMIN | LOADING | STALE, "Accepted for compatibility; Ruvio does not evict.", client_ok),
-    cmd!("no-touch", 3, LOADING | STALE, "Accepted for compatibility; Ruvio keeps no access times.", client_ok),
+    cmd!("no-evict", 3, ADMIN | LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio does not evict.", client_on_off),
+    cmd!("no-touch", 3, LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio keeps no access times.", client_on_off),
     cmd!("maint_notifications", -3, LOADING | STALE, "Accepted for compatibility; Ruvio sends no maintenance notifications.", client_ok),
 ];
 
@@ -216,19 +216,19 @@ fn client_getname(ctx: &mut Ctx) -> Value {
 
 fn client_setinfo(ctx: &mut Ctx) -> Value {
     let (attr, value) = (&ctx.args[2], &ctx.args[3]);
+    let is_name = eq_ic(attr, "lib-name");
+    if !is_name && !eq_ic(attr, "lib-ver") {
+        return Value::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)));
+    }
+    // As Redis 7.2: the option is echoed as given.
     if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Value::error(format!(
-            "ERR {} cannot contain spaces, newlines or special characters.",
-            String::from_utf8_lossy(attr).to_ascii_lowercase()
-        ));
+        return Value::error(format!("ERR {} cannot contain spaces, newlines or special characters.", String::from_utf8_lossy(attr)));
     }
     let text = String::from_utf8_lossy(value).into_owned();
-    if eq_ic(attr, "lib-name") {
+    if is_name {
         *ctx.client.info.lib_name.lock() = text;
-    } else if eq_ic(attr, "lib-ver") {
-        *ctx.client.info.lib_ver.lock() = text;
     } else {
-        return Value::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)));
+        *ctx.client.info.lib_ver.lock() = text;
     }
     Value::ok()
 }
@@ -365,6 +365,14 @@ fn client_help(_ctx: &mut Ctx) -> Value {
         "    Print this help.",
     ];
     Value::Array(lines.iter().map(|l| Value::simple(l)).collect::<Vec<_>>())
+}
+
+fn client_on_off(ctx: &mut Ctx) -> Value {
+    if eq_ic(&ctx.args[2], "on") || eq_ic(&ctx.args[2], "off") {
+        Value::ok()
+    } else {
+        Value::error(ERR_SYNTAX)
+    }
 }
 
 fn client_ok(_ctx: &mut Ctx) -> Value {

@@ -154,7 +154,7 @@ fn publish(ctx: &mut Ctx) -> Value {
 fn pubsub_channels(ctx: &mut Ctx) -> Value {
     let pattern = ctx.args.get(2).map(|p| p.as_ref());
     if ctx.args.len() > 3 {
-        return super::wrong_arity("pubsub|channels");
+        return Value::error("ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.");
     }
     let chans = ctx.shared.pubsub.lock().channels(pattern);
     Value::Array(chans.into_iter().map(Value::Bulk).collect())

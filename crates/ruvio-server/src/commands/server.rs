@@ -59,7 +59,7 @@ fn config_get(ctx: &mut Ctx) -> Value {
 fn config_set(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     if (args.len() - 2) % 2 != 0 {
-        return super::wrong_arity("config|set");
+        return Value::error(ERR_SYNTAX);
     }
     // All or nothing: validate every pair on a copy, then swap it in.
     let mut next = ctx.shared.config.read().clone();
