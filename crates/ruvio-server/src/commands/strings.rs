@@ -143,6 +143,14 @@ fn parse_set_options(args: &[Bytes], now: u64) -> Result<SetOptions, Value> {
 
 fn set(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
+    if args.len() == 3 {
+        // No options: one probe, and the command is logged as received.
+        if !ctx.db().set_plain(&args[1], &args[2], now) {
+            return Value::error(ERR_WRONGTYPE);
+        }
+        ctx.store().dirty += 1;
+        return Value::ok();
+    }
     let o = match parse_set_options(args, now) {
         Ok(o) => o,
         Err(e) => return e,

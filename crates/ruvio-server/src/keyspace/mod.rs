@@ -258,6 +258,29 @@ impl Db {
         old
     }
 
+    /// Plain `SET key value` (no deadline) in one hash and, for a live key, one probe: the hot path of the most
+    /// common write. Refuses (false, nothing changed) when `key` holds a live lock.
+    pub fn set_plain(&mut self, key: &[u8], value: &[u8], now: u64) -> bool {
+        let (h, s) = self.find_index(key);
+        let seg = &mut self.segments[s];
+        if let Some(slot) = seg.table.find_mut(h, |e| &*e.0 == key) {
+            if !slot.1.is_expired(now) {
+                if slot.1.data.is_lock() {
+                    return false;
+                }
+                let had_deadline = slot.1.expire_at != 0;
+                slot.1 = Entry::new(Data::Str(CompactBytes::new(value)));
+                count_volatile(&mut seg.volatile, &mut self.volatile, had_deadline, false);
+                self.touch(key);
+                return true;
+            }
+        }
+        // Missing, or dead: a dead entry goes through expiry first so it is logged and its waiters are woken.
+        self.expire_if_due(key, now);
+        self.insert(key, Entry::new(Data::Str(CompactBytes::new(value))));
+        true
+    }
+
     /// Removes `key`; returns the live entry that was there.
     pub fn remove(&mut self, key: &[u8], now: u64) -> Option<Entry> {
         self.expire_if_due(key, now);
