@@ -2,9 +2,9 @@
 //! handed to it.
 //!
 //! A connection stays on one thread for its whole life, and an idle worker sleeps in epoll_wait like Redis's event
-//! loop instead of parking and being unparked by a work-stealing scheduler; on a small machine that context-switch
-//! traffic cost more than the stealing gained. Work that must be shared (the store) sits behind the store lock, which
-//! is held only for the short execution of commands.
+//! loop instead of being parked and unparked by a work-stealing scheduler; how many workers run is a setting
+//! (`io-threads`), because every worker executes under the one store lock and more of them soon only contend.
+//! Work that must be shared (the store) sits behind that lock, held only for the short execution of commands.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
