@@ -242,3 +242,19 @@ def test_argument_errors_match_redis(server):
         c.expect(b"-ERR No shutdown in progress.\r\n")
         c.send(encode("PING"))
         c.expect(b"+PONG\r\n")
+
+
+def test_expired_keys_counts_lazy_and_active_expiry(server):
+    c = server.client(protocol=2)
+    try:
+        c.config_resetstat()
+        assert c.info("stats")["expired_keys"] == 0
+        c.set("lazy", "v", px=30)
+        c.set("active", "v", px=30)
+        time.sleep(0.1)
+        assert c.get("lazy") is None  # found expired on access
+        # the other one goes by active expiry, without being read
+        wait_until(lambda: c.info("stats")["expired_keys"] == 2, timeout=10, msg="both expirations counted")
+        assert c.dbsize() == 0
+    finally:
+        c.close()

@@ -100,6 +100,7 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
         let ps = ctx.shared.pubsub.lock();
         (ps.channels(None).len(), ps.numpat())
     };
+    let expired_keys = ctx.store().expired_keys;
     let s = &ctx.shared.stats;
     let g = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     let _ = write!(
@@ -110,7 +111,7 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
         g(&s.net_input_bytes),
         g(&s.net_output_bytes),
         g(&s.rejected_connections),
-        g(&s.expired_keys),
+        expired_keys,
         g(&s.keyspace_hits),
         g(&s.keyspace_misses),
         channels,

@@ -134,7 +134,6 @@ pub async fn active_expiry(shared: Arc<Shared>) {
             removed += store.dbs[db].active_expire(now, 16);
         }
         if removed > 0 {
-            Stats::add(&shared.stats.expired_keys, removed as u64);
             store.settle_expired(now);
             crate::locks::engine::after_command(&mut store, &shared, now);
         }

@@ -25,11 +25,14 @@ pub struct Store {
     pub log_enabled: bool,
     /// Changes since the last save (INFO `rdb_changes_since_last_save`).
     pub dirty: u64,
+    /// Keys removed because their deadline passed, found on access, by active expiry or by the lock timer
+    /// (INFO `expired_keys`).
+    pub expired_keys: u64,
 }
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, dirty: 0 }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, dirty: 0, expired_keys: 0 }
     }
 
     /// Appends a record to the write log.
@@ -47,6 +50,7 @@ impl Store {
                 continue;
             }
             for ev in self.dbs[db].take_events() {
+                self.expired_keys += 1;
                 self.log(db, vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(&ev.key)]);
                 if ev.was_lock {
                     self.locks.stats.expirations += 1;

@@ -82,7 +82,9 @@ fn config_set(ctx: &mut Ctx) -> Value {
 
 fn config_resetstat(ctx: &mut Ctx) -> Value {
     ctx.shared.stats.reset();
-    ctx.store().locks.stats = Default::default();
+    let store = ctx.store();
+    store.locks.stats = Default::default();
+    store.expired_keys = 0;
     Value::ok()
 }
 
