@@ -28,7 +28,12 @@ impl Workers {
             let (tx, rx) = std::sync::mpsc::channel();
             let shared = shared.clone();
             let thread = std::thread::Builder::new().name(format!("ruvio-io-{i}")).spawn(move || {
-                let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                let at_park = shared.clone();
+                let built = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .on_thread_park(move || at_park.aof.before_park())
+                    .build();
+                let rt = match built {
                     Ok(rt) => rt,
                     Err(e) => {
                         let _ = tx.send(Err(e));

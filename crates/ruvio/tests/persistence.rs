@@ -246,6 +246,46 @@ fn truncated_tail_is_trimmed_with_a_warning_or_refused_when_configured() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The log file is kept ahead of its records with zeros (so an fsync flushes data only): after kill -9 the zeros are
+/// still there, the restart reads up to the last record, new records go right after it, and a record torn in the
+/// zeros is trimmed like any torn tail. A graceful shutdown leaves no zeros behind.
+#[test]
+fn preallocated_log_survives_kill9_and_continues_after_its_last_record() {
+    let dir = temp_dir("prealloc");
+    let mut server = start(&dir, &["--appendfsync", "always"]);
+    fill(&server, 100);
+    server.kill9();
+    let log = incr_files(&dir).pop().unwrap();
+    let bytes = std::fs::read(&log).unwrap();
+    let data_end = bytes.iter().rposition(|&b| b != 0).unwrap() + 1;
+    assert!(bytes.len() >= data_end + 1024 * 1024, "the log was not preallocated: {} bytes, data ends at {data_end}", bytes.len());
+
+    // A record written only in part into the zeros: cut, with the usual warning.
+    let mut f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    {
+        use std::os::unix::fs::FileExt;
+        f.write_all_at(&[200, 0, 0, 0, 1, 2, 3, 4, 101], data_end as u64).unwrap();
+    }
+    drop(f);
+    let mut server = start(&dir, &["--appendfsync", "always"]);
+    assert!(server.stderr().contains("short read"), "{}", server.stderr());
+    let mut c = server.conn();
+    assert_eq!(bulk(&c.cmd(&["GET", "k99"])).as_deref(), Some("v99"));
+    assert!(is_ok(&c.cmd(&["SET", "after", "1"])));
+    drop(c);
+    server.kill9();
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert_eq!(bulk(&c.cmd(&["GET", "k0"])).as_deref(), Some("v0"));
+    assert_eq!(bulk(&c.cmd(&["GET", "after"])).as_deref(), Some("1"), "a record written after the preallocated data was lost");
+    drop(c);
+    let mut server = server;
+    server.stop();
+    let bytes = std::fs::read(incr_files(&dir).pop().unwrap()).unwrap();
+    assert_ne!(bytes.last(), Some(&0), "a graceful shutdown must cut the unused zeros off");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Flips one byte in the payload of the record in the middle of the log; returns the file and that record's
 /// offset as the server should report it.
 fn corrupt_middle(dir: &std::path::Path) -> (std::path::PathBuf, u64) {

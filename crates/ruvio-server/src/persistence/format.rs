@@ -296,11 +296,44 @@ impl<R: Read> RecordReader<R> {
     }
 }
 
-/// Opens `path` for record reading with a large buffer.
+/// Opens `path` for record reading with a large buffer. A log file's preallocated tail (zeros the writer put ahead
+/// of its records, see `writer.rs`) is not part of its records: reading ends where the data ends.
 pub fn open_reader(path: &std::path::Path) -> io::Result<Result<RecordReader<io::BufReader<std::fs::File>>, ReadError>> {
     let f = std::fs::File::open(path)?;
-    let len = f.metadata()?.len();
+    let mut len = f.metadata()?.len();
+    if is_log_file(&f, len)? {
+        len = end_of_data(&f, len)?;
+    }
     Ok(RecordReader::new(io::BufReader::with_capacity(1 << 20, f), len))
+}
+
+fn is_log_file(f: &std::fs::File, len: u64) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    if len < HEADER_LEN as u64 {
+        return Ok(false);
+    }
+    let mut h = [0u8; HEADER_LEN];
+    f.read_exact_at(&mut h, 0)?;
+    Ok(FileHeader::decode(&h).is_ok_and(|h| h.kind == FileKind::Log))
+}
+
+/// The offset just after the last non-zero byte (never inside the header). Sound for log files only: every log
+/// record ends with the `\n` of its RESP payload, so a record never ends in a zero byte, and a torn record (zeros
+/// where its end should be) still ends inside itself and reads as truncated.
+fn end_of_data(f: &std::fs::File, len: u64) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut end = len;
+    while end > HEADER_LEN as u64 {
+        let start = end.saturating_sub(buf.len() as u64).max(HEADER_LEN as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        f.read_exact_at(chunk, start)?;
+        if let Some(i) = chunk.iter().rposition(|&b| b != 0) {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(HEADER_LEN as u64)
 }
 
 #[cfg(test)]
@@ -356,5 +389,55 @@ mod tests {
         let last = v.len() - 3;
         torn[last] ^= 0x40;
         assert!(matches!(read_all(&torn).1, Some(ReadError::Truncated { .. })));
+    }
+
+    fn read_file(path: &std::path::Path) -> (Vec<Record>, Option<ReadError>) {
+        let mut r = match open_reader(path).unwrap() {
+            Ok(r) => r,
+            Err(e) => return (vec![], Some(e)),
+        };
+        let mut out = vec![];
+        loop {
+            match r.next_record() {
+                Ok(Some(rec)) => out.push(rec),
+                Ok(None) => return (out, None),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+    }
+
+    #[test]
+    fn a_preallocated_zero_tail_ends_the_log_and_a_torn_record_before_it_is_truncated() {
+        let dir = std::env::temp_dir().join(format!("ruvio-format-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("tail.incr");
+        let v = file_with(3);
+        let mut padded = v.clone();
+        padded.resize(v.len() + 100_000, 0);
+        std::fs::write(&path, &padded).unwrap();
+        let (recs, err) = read_file(&path);
+        assert_eq!((recs.len(), err), (3, None));
+        // Header only, then zeros: an empty log.
+        let mut empty = v[..HEADER_LEN].to_vec();
+        empty.resize(70_000, 0);
+        std::fs::write(&path, &empty).unwrap();
+        assert_eq!(read_file(&path).0.len(), 0);
+        // The last record written only in part (zeros where the rest should be): a torn tail at its offset.
+        let (recs, _) = read_all(&v);
+        let last = recs[2].offset as usize;
+        for keep in [1, 5, RECORD_HEADER_LEN, v.len() - last - 1] {
+            let mut torn = v[..last + keep].to_vec();
+            torn.resize(v.len() + 5000, 0);
+            std::fs::write(&path, &torn).unwrap();
+            let (recs2, err) = read_file(&path);
+            assert_eq!(recs2.len(), 2, "keep {keep}");
+            assert!(matches!(err, Some(ReadError::Truncated { offset, .. }) if offset == last as u64), "keep {keep}: {err:?}");
+        }
+        // Damage in the middle is still corruption, zero tail or not.
+        let mut bad = padded.clone();
+        bad[recs[1].offset as usize + RECORD_HEADER_LEN + 3] ^= 0x40;
+        std::fs::write(&path, &bad).unwrap();
+        assert!(matches!(read_file(&path).1, Some(ReadError::Corrupt { .. })));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

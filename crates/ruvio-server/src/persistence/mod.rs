@@ -14,7 +14,6 @@ pub mod format;
 pub mod loader;
 pub mod manifest;
 pub mod rewrite;
-pub mod syncer;
 pub mod tokens;
 pub mod writer;
 
@@ -91,14 +90,20 @@ pub struct Aof {
     pub stats: PersistStats,
     pub(crate) manifest: Mutex<manifest::Manifest>,
     pub(crate) rotated_gen: AtomicU64,
-    /// True under `appendfsync always`: every commit wakes the writer (replies wait for it).
-    pub(crate) notify_each_commit: AtomicBool,
+    /// True under `appendfsync always`: commits are handed to the writer as a group when an I/O worker has run
+    /// everything ready (see [`Aof::before_park`]), instead of waking it once per commit.
+    pub(crate) group_at_park: AtomicBool,
+    /// Records are queued (or waited for) that no group commit has covered yet.
+    kick_pending: AtomicBool,
     /// The last file generation handed out (each rewrite takes the next).
     pub(crate) gen_alloc: AtomicU64,
     /// Set when compaction replaced files, so the writer recounts their sizes.
     pub(crate) files_changed: AtomicBool,
     pub(crate) rewrite_waiters: Mutex<Vec<tokio::sync::oneshot::Sender<ruvio_protocol::Value>>>,
     pub(crate) runtime: Mutex<Option<Runtime>>,
+    /// The log file and what is queued for it; whoever holds this writes (the writer thread, or an I/O worker
+    /// committing its turn).
+    pub(crate) log_writer: Mutex<Option<writer::Writer>>,
 }
 
 pub(crate) struct Runtime {
@@ -120,11 +125,13 @@ impl Default for Aof {
             stats: PersistStats { last_rewrite_ms: AtomicI64::new(-1), last_rewrite_ok: AtomicBool::new(true), last_write_ok: AtomicBool::new(true), ..Default::default() },
             manifest: Mutex::new(manifest::Manifest::default()),
             rotated_gen: AtomicU64::new(0),
-            notify_each_commit: AtomicBool::new(true),
+            group_at_park: AtomicBool::new(true),
+            kick_pending: AtomicBool::new(false),
             gen_alloc: AtomicU64::new(0),
             files_changed: AtomicBool::new(false),
             rewrite_waiters: Mutex::new(Vec::new()),
             runtime: Mutex::new(None),
+            log_writer: Mutex::new(None),
         }
     }
 }
@@ -168,10 +175,30 @@ impl Aof {
         self.assigned.store(last, Ordering::Release);
         let big = matches!(p.chunks.back(), Some(Chunk::Data { bytes, .. }) if bytes.len() >= WAKE_AT_BYTES);
         drop(p);
-        if big || self.notify_each_commit.load(Ordering::Relaxed) {
+        if big {
             self.wake.notify_one();
+        } else if self.group_at_park.load(Ordering::Relaxed) {
+            self.kick_pending.store(true, Ordering::Release);
         }
         last
+    }
+
+    /// Called by each I/O worker when it has nothing left to run, just before it sleeps (Redis's `beforeSleep`):
+    /// under `appendfsync always`, writes every record committed so far with one write and one fsync, on this
+    /// thread, and so wakes the connections waiting for them. Waking a writer thread per commit instead would
+    /// start an fsync for the first record of a turn and leave the rest to wait for the next one, and the thread
+    /// hand-offs cost more than the fsync on a small machine. A second worker waits for the first one's group,
+    /// then commits its own.
+    pub fn before_park(&self) {
+        if !(self.kick_pending.load(Ordering::Relaxed) && self.kick_pending.swap(false, Ordering::AcqRel)) {
+            return;
+        }
+        match self.log_writer.lock().as_mut() {
+            Some(w) => w.commit_turn(),
+            None => {
+                self.wake.notify_one();
+            }
+        }
     }
 
     pub fn assigned(&self) -> u64 {
@@ -223,6 +250,8 @@ impl Aof {
             return;
         }
         let (tx, rx) = tokio::sync::oneshot::channel();
+        // Whoever committed `lsn`, this worker commits the group when it next goes idle.
+        self.kick_pending.store(true, Ordering::Release);
         {
             let mut waiters = self.sync_waiters.lock();
             // Checked again under the lock a publisher takes after raising `synced`, so no wake-up is missed.
@@ -268,6 +297,8 @@ impl Aof {
         if let Some(rt) = runtime {
             let _ = rt.writer.join();
         }
+        // The writer holds the server's shared state; dropping it ends that cycle.
+        self.log_writer.lock().take();
     }
 }
 
