@@ -261,7 +261,7 @@ fn preallocated_log_survives_kill9_and_continues_after_its_last_record() {
     assert!(bytes.len() >= data_end + 1024 * 1024, "the log was not preallocated: {} bytes, data ends at {data_end}", bytes.len());
 
     // A record written only in part into the zeros: cut, with the usual warning.
-    let mut f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
     {
         use std::os::unix::fs::FileExt;
         f.write_all_at(&[200, 0, 0, 0, 1, 2, 3, 4, 101], data_end as u64).unwrap();
