@@ -352,7 +352,16 @@ mod tests {
     }
 
     fn read_all(v: &[u8]) -> (Vec<Record>, Option<ReadError>) {
-        let mut r = match RecordReader::new(v, v.len() as u64) {
+        drain(RecordReader::new(v, v.len() as u64))
+    }
+
+    fn read_file(path: &std::path::Path) -> (Vec<Record>, Option<ReadError>) {
+        drain(open_reader(path).unwrap())
+    }
+
+    /// Every record a reader yields, and why it stopped, if not at a clean end.
+    fn drain<R: Read>(reader: Result<RecordReader<R>, ReadError>) -> (Vec<Record>, Option<ReadError>) {
+        let mut r = match reader {
             Ok(r) => r,
             Err(e) => return (vec![], Some(e)),
         };
@@ -389,21 +398,6 @@ mod tests {
         let last = v.len() - 3;
         torn[last] ^= 0x40;
         assert!(matches!(read_all(&torn).1, Some(ReadError::Truncated { .. })));
-    }
-
-    fn read_file(path: &std::path::Path) -> (Vec<Record>, Option<ReadError>) {
-        let mut r = match open_reader(path).unwrap() {
-            Ok(r) => r,
-            Err(e) => return (vec![], Some(e)),
-        };
-        let mut out = vec![];
-        loop {
-            match r.next_record() {
-                Ok(Some(rec)) => out.push(rec),
-                Ok(None) => return (out, None),
-                Err(e) => return (out, Some(e)),
-            }
-        }
     }
 
     #[test]

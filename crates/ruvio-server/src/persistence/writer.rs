@@ -11,8 +11,8 @@
 //!
 //! Preallocation: the log file is extended with zeros ahead of its records, a few MB at a time, so an fsync
 //! after a write usually flushes data only: the file's size does not change, so there is no metadata to commit
-//! (measured on this project's ext4 disk: about half the time of an fsync after an append). Readers stop at the zeros (`format::open_reader`); a
-//! graceful shutdown and a log rotation cut the unused zeros off again.
+//! (measured on this project's ext4 disk: about half the time of an fsync after an append). Readers stop at the
+//! zeros (`format::open_reader`); a graceful shutdown and a log rotation cut the unused zeros off again.
 //!
 //! Failures: a failed write or fsync sets the `-MISCONF` state and keeps every byte not known to be on disk (the
 //! bytes since the last good fsync are rewritten at the same offset); it retries every second and clears the
@@ -75,7 +75,6 @@ pub(crate) struct Writer {
     written_lsn: u64,
     last_fsync: Instant,
     failing_since: Option<Instant>,
-    reservation: Arc<Reservation>,
     preallocate_failed: Option<Instant>,
 }
 
@@ -132,12 +131,11 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
         written_lsn: loaded.next_lsn - 1,
         last_fsync: Instant::now(),
         failing_since: None,
-        reservation,
         preallocate_failed: None,
     };
     *aof.log_writer.lock() = Some(w);
     let for_thread = shared.clone();
-    let handle = std::thread::Builder::new().name("ruvio-aof-writer".into()).spawn(move || run(&for_thread)).map_err(|e| e.to_string())?;
+    let handle = std::thread::Builder::new().name("ruvio-aof-writer".into()).spawn(move || run(&for_thread, &reservation)).map_err(|e| e.to_string())?;
     *aof.runtime.lock() = Some(Runtime { writer: handle });
     Ok(())
 }
@@ -151,7 +149,7 @@ pub fn create_log_file(path: &std::path::Path, first_lsn: u64) -> std::io::Resul
 }
 
 /// The writer thread's loop; ends at shutdown once everything committed is written and fsynced.
-fn run(shared: &Arc<Shared>) {
+fn run(shared: &Arc<Shared>, reservation: &Reservation) {
     let aof = &shared.aof;
     let mut last_drain = Instant::now();
     let mut last_token_check = Instant::now() - TOKEN_CHECK_EVERY;
@@ -182,7 +180,7 @@ fn run(shared: &Arc<Shared>) {
         }
         if last_token_check.elapsed() >= TOKEN_CHECK_EVERY {
             last_token_check = Instant::now();
-            extend_token_reservation(shared);
+            extend_token_reservation(shared, reservation);
         }
         let mut guard = aof.log_writer.lock();
         let Some(w) = guard.as_mut() else { return };
@@ -199,16 +197,12 @@ fn run(shared: &Arc<Shared>) {
 
 /// Keeps the token reservation ahead of issuing, off the store lock (the lock is held only to read and to record
 /// the new end).
-fn extend_token_reservation(shared: &Shared) {
+fn extend_token_reservation(shared: &Shared, reservation: &Reservation) {
     let (wanted, epoch) = {
         let store = shared.store.lock();
         (Reservation::wanted(&store.locks.tokens, crate::clock::wall_ms()), store.locks.tokens.epoch())
     };
     let Some(wanted) = wanted else { return };
-    let reservation = match shared.aof.log_writer.lock().as_ref() {
-        Some(w) => w.reservation.clone(),
-        None => return,
-    };
     match reservation.extend(wanted, epoch) {
         Ok(upto) => shared.store.lock().locks.tokens.extend_reservation(upto),
         Err(e) => tracing::warn!("{e}"),
@@ -263,10 +257,8 @@ impl Writer {
             self.shared.aof.wake.notify_one();
             return;
         }
-        if self.take_pending() {
-            // Shutting down: the writer thread finishes.
-            self.shared.aof.wake.notify_one();
-        }
+        // At shutdown the writer thread finishes (`Aof::shutdown` wakes it).
+        self.take_pending();
         if self.write_queue(policy) {
             self.sync_per_policy(policy, false);
         }
@@ -454,8 +446,6 @@ impl Writer {
             let _ = super::rewrite::start(&self.shared);
         }
     }
-
-
 }
 
 /// Fills the file with zeros from its current end up to `upto`. On failure the file is cut back to where it was,
