@@ -94,7 +94,7 @@ impl Default for Config {
 
 /// Half the cores, at least one. Every I/O thread executes commands under the one store lock, so threads beyond
 /// that mostly contend for it (and bounce its cache lines between cores), while the kernel's network processing and
-/// the log writer and fsync threads need the other cores: on the 2-core machine, 2 I/O threads served about 25% fewer
+/// the log writer thread need the other cores: on the 2-core machine, 2 I/O threads served about 25% fewer
 /// pipelined requests than 1 (docs/benchmarks.md).
 pub fn default_io_threads() -> usize {
     (std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) / 2).max(1)
