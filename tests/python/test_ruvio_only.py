@@ -50,3 +50,11 @@ def test_redis_py_handshake_sets_lib_name(server):
         assert info.get("lib-name") == "redis-py"
     finally:
         cl.close()
+
+
+def test_command_getkeys_knows_the_lock_commands(server):
+    with server.raw() as c:
+        c.send(encode("COMMAND", "GETKEYS", "LEASE", "lk", "100"))
+        c.expect(b"*1\r\n$2\r\nlk\r\n")
+        c.send(encode("COMMAND", "LIST", "FILTERBY", "ACLCAT", "lock"))
+        assert {b"lease", b"renew", b"release", b"semaphore", b"ifgt"} <= set(c.read_reply())

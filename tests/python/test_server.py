@@ -115,6 +115,40 @@ def test_command_count_info_docs(r):
     # (COMMAND DOCS is checked over a raw socket: redis-py applies its COMMAND parser to it)
 
 
+def test_command_subcommands_check_arity_like_redis(server):
+    with server.raw() as c:
+        c.send(encode("COMMAND", "COUNT", "x"))
+        c.expect(b"-ERR wrong number of arguments for 'command|count' command\r\n")
+        for bad in (("COMMAND", "GETKEYS"), ("COMMAND", "GETKEYS", "get")):
+            c.send(encode(*bad))
+            c.expect(b"-ERR wrong number of arguments for 'command|getkeys' command\r\n")
+        c.send(encode("COMMAND", "GETKEYS", "set", "a"))  # SET itself needs 3 arguments
+        c.expect(b"-ERR Invalid number of arguments specified for command\r\n")
+        c.send(encode("COMMAND", "GETKEYS", "nosuch", "a"))
+        c.expect(b"-ERR Invalid command specified\r\n")
+        c.send(encode("COMMAND", "GETKEYS", "ping", "x"))
+        c.expect(b"-ERR The command has no key arguments\r\n")
+        c.send(encode("COMMAND", "GETKEYS", "mset", "a", "1", "b", "2"))
+        c.expect(b"*2\r\n$1\r\na\r\n$1\r\nb\r\n")
+        c.send(encode("COMMAND", "HELP", "x"))
+        c.expect(b"-ERR wrong number of arguments for 'command|help' command\r\n")
+        c.send(encode("COMMAND", "LIST", "FILTERBY", "nosuch", "x"))
+        c.expect(b"-ERR syntax error\r\n")
+        c.send(encode("COMMAND", "LIST", "FILTERBY", "PATTERN", "getd*"))
+        c.expect(b"*1\r\n$6\r\ngetdel\r\n")
+        c.send(encode("COMMAND", "LIST", "FILTERBY", "ACLCAT", "transaction"))
+        assert sorted(c.read_reply()) == [b"discard", b"exec", b"multi", b"unwatch", b"watch"]
+        c.send(encode("COMMAND", "LIST", "FILTERBY", "MODULE", "x"))
+        c.expect(b"*0\r\n")
+        c.assert_open()
+
+
+def test_config_old_names_are_aliases(r):
+    assert r.config_get("slave-read-only") == {"slave-read-only": "yes"}
+    assert r.config_get("*read-only") == {"replica-read-only": "yes", "slave-read-only": "yes"}
+    assert r.config_set("slave-read-only", "yes") is True
+
+
 def test_command_raw(server):
     with server.raw() as c:
         c.send(encode("COMMAND", "INFO", "get", "nosuchcmd"))

@@ -207,12 +207,12 @@ pub static PARAMS: &[Param] = &[
     Param { name: "daemonize", get: |_| "no".into(), set: |_, v| if v.eq_ignore_ascii_case("no") { Ok(()) } else { Err("Ruvio does not daemonize; run it under a supervisor".into()) }, mutable: false },
 ];
 
+/// Redis's old names still accepted for a parameter: (alias, name). CONFIG GET answers under whichever it matched.
+pub const ALIASES: &[(&str, &str)] = &[("slave-read-only", "replica-read-only")];
+
 pub fn find_param(name: &str) -> Option<&'static Param> {
     let lname = name.to_ascii_lowercase();
-    let lname = match lname.as_str() {
-        "slave-read-only" => "replica-read-only",
-        other => other,
-    };
+    let lname = ALIASES.iter().find(|(alias, _)| *alias == lname).map_or(lname.as_str(), |(_, name)| name);
     PARAMS.iter().find(|p| p.name == lname)
 }
 

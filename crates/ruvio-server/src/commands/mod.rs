@@ -204,7 +204,8 @@ pub fn resolve(args: &[Bytes]) -> Result<Resolved, Value> {
     if !spec.arity_ok(args.len()) {
         return Err(wrong_arity(spec.name));
     }
-    if spec.subcommands.is_empty() {
+    // A container whose arity admits no subcommand (COMMAND) runs its own handler when called bare.
+    if spec.subcommands.is_empty() || args.len() == 1 {
         return Ok(Resolved { spec, parent: None });
     }
     let sub = spec.find_subcommand(&args[1]).ok_or_else(|| unknown_subcommand(args, spec.name))?;

@@ -18,7 +18,8 @@ macro_rules! cmd {
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("info", -1, LOADING | STALE, "Returns information and statistics about the server.", info),
     CommandSpec { name: "config", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for server configuration commands.", handler: container_help, subcommands: CONFIG_SUBCOMMANDS },
-    CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: &[] },
+    // With no subcommand COMMAND lists every command (see `resolve`); its subcommands check their own arity.
+    CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: COMMAND_SUBCOMMANDS },
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
     cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
     cmd!("wait", 3, 0, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
@@ -32,6 +33,15 @@ static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("set", -4, ADMIN | LOADING | STALE, "Sets configuration parameters in-flight.", config_set),
     cmd!("resetstat", 2, ADMIN | LOADING | STALE, "Resets the server's statistics.", config_resetstat),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", config_help),
+];
+
+static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("count", 2, LOADING | STALE, "Returns a count of commands.", command_count),
+    cmd!("list", -2, LOADING | STALE, "Returns a list of command names.", command_list),
+    cmd!("info", -2, LOADING | STALE, "Returns information about one, multiple or all commands.", command_info_sub),
+    cmd!("docs", -2, LOADING | STALE, "Returns documentary information about one, multiple or all commands.", command_docs_sub),
+    cmd!("getkeys", -4, LOADING | STALE, "Extracts the key names from an arbitrary command.", command_getkeys),
+    cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", command_help),
 ];
 
 /// The handler of a container command; never reached because dispatch always picks a subcommand.
@@ -48,9 +58,12 @@ fn info(ctx: &mut Ctx) -> Value {
 fn config_get(ctx: &mut Ctx) -> Value {
     let config = ctx.shared.config.read();
     let mut pairs = Vec::new();
-    for p in crate::config::PARAMS {
-        if ctx.args[2..].iter().any(|pat| glob_match(pat, p.name.as_bytes(), true)) {
-            pairs.push((Value::bulk_str(p.name), Value::bulk_str(&(p.get)(&config))));
+    let names = crate::config::PARAMS.iter().map(|p| (p.name, p)).chain(
+        crate::config::ALIASES.iter().filter_map(|(alias, name)| find_param(name).map(|p| (*alias, p))),
+    );
+    for (name, p) in names {
+        if ctx.args[2..].iter().any(|pat| glob_match(pat, name.as_bytes(), true)) {
+            pairs.push((Value::bulk_str(name), Value::bulk_str(&(p.get)(&config))));
         }
     }
     Value::Map(pairs)
@@ -148,6 +161,24 @@ fn flag_set(spec: &CommandSpec) -> Value {
     Value::Set(NAMES.iter().filter(|(f, _)| spec.has(*f)).map(|(_, n)| Value::simple(n)).collect())
 }
 
+/// The ACL categories COMMAND INFO reports and `COMMAND LIST FILTERBY ACLCAT` matches: Redis's names, derived from the
+/// command's family and flags.
+fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
+    let family = match spec.group {
+        "generic" => "keyspace",
+        "transactions" => "transaction",
+        "server" => "",
+        other => other,
+    };
+    let by_flag = [(WRITE, "write"), (READONLY, "read"), (ADMIN, "admin"), (ADMIN, "dangerous"), (BLOCKING, "blocking")];
+    let mut cats: Vec<&'static str> = by_flag.iter().filter(|(f, _)| spec.has(*f)).map(|(_, c)| *c).collect();
+    cats.push(if spec.has(FAST) { "fast" } else { "slow" });
+    if !family.is_empty() && !cats.contains(&family) {
+        cats.push(family);
+    }
+    cats
+}
+
 fn command_info(spec: &CommandSpec, full_name: &str) -> Value {
     let (first, last, step) = spec.keys;
     Value::Array(vec![
@@ -157,7 +188,7 @@ fn command_info(spec: &CommandSpec, full_name: &str) -> Value {
         Value::Integer(first as i64),
         Value::Integer(last as i64),
         Value::Integer(step as i64),
-        Value::Set(vec![Value::simple_owned(format!("@{}", spec.group))]),
+        Value::Set(acl_categories(spec).into_iter().map(|c| Value::simple_owned(format!("@{c}"))).collect()),
         Value::Set(vec![]),
         Value::Array(vec![]),
         Value::Array(spec.subcommands.iter().map(|s| command_info(s, &format!("{full_name}|{}", s.name))).collect()),
@@ -188,43 +219,76 @@ fn command_docs(spec: &CommandSpec, full_name: &str) -> Value {
     Value::Map(fields)
 }
 
-fn command_all(ctx: &mut Ctx) -> Value {
+fn command_all(_ctx: &mut Ctx) -> Value {
+    Value::Array(super::all().map(|s| command_info(s, s.name)).collect())
+}
+
+fn command_count(_ctx: &mut Ctx) -> Value {
+    Value::Integer(super::all().count() as i64)
+}
+
+/// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]`.
+fn command_list(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
-    if args.len() == 1 {
-        return Value::Array(super::all().map(|s| command_info(s, s.name)).collect());
-    }
-    let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-    match sub.as_str() {
-        "count" if args.len() == 2 => Value::Integer(super::all().count() as i64),
-        "list" => Value::Array(super::all().map(|s| Value::bulk_str(s.name)).collect()),
-        "info" => {
-            if args.len() == 2 {
-                return Value::Array(super::all().map(|s| command_info(s, s.name)).collect());
-            }
-            Value::Array(args[2..].iter().map(|n| super::lookup(n).map_or(Value::Nil, |s| command_info(s, s.name))).collect())
-        }
-        "docs" => {
-            let specs: Vec<&CommandSpec> = if args.len() == 2 {
-                super::all().collect()
+    let keep: Box<dyn Fn(&CommandSpec) -> bool> = match &args[2..] {
+        [] => Box::new(|_| true),
+        [filterby, kind, value] if eq_ic(filterby, "filterby") => {
+            let value = value.clone();
+            if eq_ic(kind, "pattern") {
+                Box::new(move |s| glob_match(&value, s.name.as_bytes(), true))
+            } else if eq_ic(kind, "aclcat") {
+                let value = String::from_utf8_lossy(&value).to_ascii_lowercase();
+                Box::new(move |s| acl_categories(s).contains(&value.as_str()))
+            } else if eq_ic(kind, "module") {
+                Box::new(|_| false) // no modules
             } else {
-                args[2..].iter().filter_map(|n| super::lookup(n)).collect()
-            };
-            Value::Map(specs.into_iter().map(|s| (Value::bulk_str(s.name), command_docs(s, s.name))).collect())
-        }
-        "getkeys" if args.len() >= 3 => {
-            let Ok(super::Resolved { spec, .. }) = super::resolve(&args[2..]) else { return Value::error("ERR Invalid command specified") };
-            let idx = spec.key_indexes(args.len() - 2);
-            if idx.is_empty() {
-                return Value::error("ERR The command has no key arguments");
+                return Value::error(ERR_SYNTAX);
             }
-            Value::Array(idx.into_iter().map(|i| Value::Bulk(args[2 + i].clone())).collect())
         }
-        "help" => Value::Array(
-            ["COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "(no subcommand)", "    Return details about all commands.", "COUNT", "    Return the total number of commands in this server.", "LIST", "    Return a list of all commands in this server.", "INFO [<command-name> ...]", "    Return details about multiple commands.", "DOCS [<command-name> ...]", "    Return documentation details about multiple commands.", "GETKEYS <full-command>", "    Return the keys from a full command.", "HELP", "    Print this help."]
-                .iter()
-                .map(|l| Value::simple(l))
-                .collect::<Vec<_>>(),
-        ),
-        _ => Value::error(format!("ERR unknown subcommand '{}'. Try COMMAND HELP.", String::from_utf8_lossy(&args[1]))),
+        _ => return Value::error(ERR_SYNTAX),
+    };
+    Value::Array(super::all().filter(|s| keep(s)).map(|s| Value::bulk_str(s.name)).collect())
+}
+
+fn command_info_sub(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    if args.len() == 2 {
+        return command_all(ctx);
     }
+    Value::Array(args[2..].iter().map(|n| super::lookup(n).map_or(Value::Nil, |s| command_info(s, s.name))).collect())
+}
+
+fn command_docs_sub(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let specs: Vec<&CommandSpec> =
+        if args.len() == 2 { super::all().collect() } else { args[2..].iter().filter_map(|n| super::lookup(n)).collect() };
+    Value::Map(specs.into_iter().map(|s| (Value::bulk_str(s.name), command_docs(s, s.name))).collect())
+}
+
+fn command_getkeys(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let inner = &args[2..];
+    let Some(spec) = super::lookup(&inner[0]) else { return Value::error("ERR Invalid command specified") };
+    if !spec.arity_ok(inner.len()) {
+        return Value::error("ERR Invalid number of arguments specified for command");
+    }
+    let spec = match spec.find_subcommand(&inner[1]) {
+        Some(sub) if sub.arity_ok(inner.len()) => sub,
+        Some(_) => return Value::error("ERR Invalid number of arguments specified for command"),
+        None => spec,
+    };
+    let idx = spec.key_indexes(inner.len());
+    if idx.is_empty() {
+        return Value::error("ERR The command has no key arguments");
+    }
+    Value::Array(idx.into_iter().map(|i| Value::Bulk(inner[i].clone())).collect())
+}
+
+fn command_help(_ctx: &mut Ctx) -> Value {
+    Value::Array(
+        ["COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:", "(no subcommand)", "    Return details about all commands.", "COUNT", "    Return the total number of commands in this server.", "LIST [FILTERBY (MODULE <module-name>|ACLCAT <category>|PATTERN <pattern>)]", "    Return a list of all commands in this server.", "INFO [<command-name> ...]", "    Return details about multiple commands.", "DOCS [<command-name> ...]", "    Return documentation details about multiple commands.", "GETKEYS <full-command>", "    Return the keys from a full command.", "HELP", "    Print this help."]
+            .iter()
+            .map(|l| Value::simple(l))
+            .collect::<Vec<_>>(),
+    )
 }
