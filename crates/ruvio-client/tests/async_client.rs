@@ -151,3 +151,17 @@ async fn async_guard_renews_signals_loss_and_releases() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+/// As in the blocking client (see resilience.rs): a `-READONLY` reply, here from a real redis-server replica,
+/// reaches the caller and the connection is replaced on the next call.
+#[tokio::test]
+async fn a_readonly_reply_drops_the_connection_and_the_next_call_reconnects() {
+    let primary = Server::start_redis(&[]);
+    let replica = Server::start_redis(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    let mut db = client(&replica).await;
+    let before: i64 = cmd("CLIENT").arg("ID").query_async(&mut db).await.unwrap();
+    let e = cmd("SET").arg("k").arg("v").query_async::<()>(&mut db).await.unwrap_err();
+    assert_eq!(e.code(), Some("READONLY"), "{e}");
+    let after: i64 = cmd("CLIENT").arg("ID").query_async(&mut db).await.unwrap();
+    assert_ne!(after, before, "the connection that answered READONLY must not be reused");
+}

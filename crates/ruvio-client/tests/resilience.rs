@@ -148,3 +148,22 @@ fn after_an_ambiguous_failure_renew_and_release_are_retried_but_lease_and_semaph
     assert_eq!(across_a_dropped_connection(&mut server, |db| db.renew("k", 12345i64, 60_000)).unwrap(), 0);
     assert_eq!(across_a_dropped_connection(&mut server, |db| db.release("k", 12345i64)).unwrap(), 0);
 }
+
+/// A primary demoted to replica answers writes with `-READONLY`. Ruvio has no replication yet, so a real
+/// redis-server replica plays that part: the client must hand the error to the caller and drop the connection,
+/// so the next call connects afresh (to wherever the connector says the primary now is).
+#[test]
+fn a_readonly_reply_drops_the_connection_and_the_next_call_reconnects() {
+    let primary = Server::start_redis(&[]);
+    let replica = Server::start_redis(&["--replicaof", "127.0.0.1", &primary.port.to_string()]);
+    let mut db = replica.client();
+    let before: i64 = cmd("CLIENT").arg("ID").query(&mut db).unwrap();
+    let e = cmd("SET").arg("k").arg("v").query::<()>(&mut db).unwrap_err();
+    assert_eq!(e.code(), Some("READONLY"), "{e}");
+    let after: i64 = cmd("CLIENT").arg("ID").query(&mut db).unwrap();
+    assert_ne!(after, before, "the connection that answered READONLY must not be reused");
+    // A read is fine on a replica and keeps its connection.
+    let _: Option<String> = cmd("GET").arg("k").query(&mut db).unwrap();
+    let same: i64 = cmd("CLIENT").arg("ID").query(&mut db).unwrap();
+    assert_eq!(same, after);
+}

@@ -60,6 +60,9 @@ pub struct Server {
     extra: Vec<String>,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// Debian's redis-server instead of ruvio: for behaviour Ruvio will show only with replication (a replica
+    /// answering `-READONLY`), checked against the real thing today.
+    redis: bool,
 }
 
 impl Server {
@@ -71,7 +74,7 @@ impl Server {
     /// A server with extra flags, such as `["--requirepass", "pw"]`.
     pub fn start_with(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut server = Server { port: 0, extra: extra.iter().map(|s| s.to_string()).collect(), dir, child: None };
+        let mut server = Server { port: 0, extra: extra.iter().map(|s| s.to_string()).collect(), dir, child: None, redis: false };
         // A port found free can be taken before the server binds it; try a few.
         for _ in 0..5 {
             server.port = free_port();
@@ -82,9 +85,25 @@ impl Server {
         panic!("could not start ruvio");
     }
 
+    /// A redis-server (installed by scripts/test.sh; a missing one fails the test, it never skips it).
+    pub fn start_redis(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        extra.extend(["--save", "", "--appendonly", "no"].map(String::from));
+        let mut server = Server { port: 0, extra, dir, child: None, redis: true };
+        for _ in 0..5 {
+            server.port = free_port();
+            if server.spawn() {
+                return server;
+            }
+        }
+        panic!("could not start redis-server");
+    }
+
     fn spawn(&mut self) -> bool {
         let log = std::fs::File::create(self.dir.path().join("server.log")).unwrap();
-        let child = Command::new(ruvio_binary())
+        let program = if self.redis { Path::new("redis-server") } else { ruvio_binary() };
+        let child = Command::new(program)
             .arg("--port")
             .arg(self.port.to_string())
             .arg("--dir")
@@ -94,7 +113,7 @@ impl Server {
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
-            .expect("spawning ruvio");
+            .unwrap_or_else(|e| panic!("spawning {}: {e}", program.display()));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
