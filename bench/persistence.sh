@@ -2,8 +2,9 @@
 # Throughput with persistence on: ruvio vs Debian's redis-server in the same run, both with appendonly yes and the
 # same appendfsync, data folders on the same disk. For appendfsync always and everysec, with 1 and 50 clients:
 #   - SET (redis-benchmark, no pipelining),
-#   - lock acquire+release pairs (crates/ruvio/examples/lock_bench.rs): LEASE/RELEASE on ruvio, the Redis idiom
-#     SET NX PX + compare-and-delete EVAL on redis-server.
+#   - lock acquire+release cycles with the driver of bench/lock_cycle.sh (crates/ruvio-server/examples/lock_cycle.rs,
+#     one event loop, one request in flight per client, random keys out of 10000): LEASE/RELEASE on ruvio, the
+#     Redis idiom SET NX PX + compare-and-delete EVALSHA on redis-server.
 # Prints ops/s for each and the ruvio/redis ratio.
 #
 # Usage: bench/persistence.sh [SET-requests-per-run] [lock-seconds]   (needs redis-server, redis-benchmark, redis-cli)
@@ -15,8 +16,8 @@ RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=${RUVIO_PORT:-7421}
 REDIS_PORT=${REDIS_PORT:-7422}
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
-cargo build --release -q -p ruvio --example lock_bench
-LOCK_BENCH=${CARGO_TARGET_DIR:-target}/release/examples/lock_bench
+cargo build --release -q -p ruvio-server --example lock_cycle
+LOCK_DRIVER=${CARGO_TARGET_DIR:-target}/release/examples/lock_cycle
 work=$(mktemp -d "${BENCH_DIR:-/tmp}/ruvio-bench-persist.XXXXXX")
 ruvio_pid=""; redis_pid=""
 stop_servers() {
@@ -41,6 +42,10 @@ start_servers() { # appendfsync
 set_rps() { # port clients requests
   redis-benchmark -p "$1" -t set -n "$3" -c "$2" -r 100000 -d 16 --csv 2>/dev/null | awk -F, 'NR>1 {gsub(/"/,""); print $2}'
 }
+lock_rps() { # port mode clients
+  "$LOCK_DRIVER" --port "$1" --mode "$2" --clients "$3" --keys 10000 --seconds "$LOCK_SECS" |
+    tr ' ' '\n' | awk -F= '$1 == "cycles_per_sec" {print $2}'
+}
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # Each figure is the median of REPEAT runs, ruvio and redis-server alternating, so a busy moment on a shared
 # machine hits both sides alike.
@@ -62,7 +67,7 @@ for fsync in always everysec; do
     [ "$fsync" = always ] && [ "$c" = 1 ] && n=$(( N / 20 ))
     read -r r s < <(pair "set_rps $RUVIO_PORT $c $n" "set_rps $REDIS_PORT $c $n")
     printf '%-10s %-15s %7s %12.0f %12.0f %7.2f\n' "$fsync" SET "$c" "$r" "$s" "$(echo "$r / $s" | bc -l)"
-    read -r r s < <(pair "$LOCK_BENCH ruvio $RUVIO_PORT $c $LOCK_SECS" "$LOCK_BENCH redis $REDIS_PORT $c $LOCK_SECS")
+    read -r r s < <(pair "lock_rps $RUVIO_PORT ruvio $c" "lock_rps $REDIS_PORT redis $c")
     printf '%-10s %-15s %7s %12.0f %12.0f %7.2f\n' "$fsync" acquire+release "$c" "$r" "$s" "$(echo "$r / $s" | bc -l)"
   done
   stop_servers

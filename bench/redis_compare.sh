@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs redis-benchmark against ruvio and Debian's redis-server in the same run, with the same client count,
 # pipeline depth, key space and value size, and prints Ruvio/Redis per test. Then loads 1M small keys into each
-# and compares resident memory.
+# and compares resident memory. Next to the throughput it prints each server's CPU time per request (user + system,
+# from /proc/PID/stat, median over the rounds): on a machine where the load generator shares the cores, that says
+# how much work each server does for the same request, whatever the client could drive.
 #
 # Usage: bench/redis_compare.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli)
 set -euo pipefail
@@ -32,25 +34,36 @@ start_servers() {
   done
 }
 
-bench() { # port pipeline -> CSV lines "test,rps"
-  redis-benchmark -p "$1" -t set,get,incr,mset -n "$N" -c $CLIENTS -P "$2" -r $KEYSPACE -d $VALUE --csv 2>/dev/null |
-    awk -F, 'NR>1 {gsub(/"/,""); print $1","$2}'
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+bench() { # port pid pipeline -> CSV lines "test,rps,server-cpu-us-per-request", one redis-benchmark run per test
+  local t before after
+  for t in set get incr mset; do
+    before=$(cpu_ticks "$2")
+    redis-benchmark -p "$1" -t $t -n "$N" -c $CLIENTS -P "$3" -r $KEYSPACE -d $VALUE --csv 2>/dev/null |
+      awk -F, 'NR>1 {gsub(/"/,""); printf "%s,%s", $1, $2}'
+    after=$(cpu_ticks "$2")
+    echo ",$(echo "($after - $before) * 1000000 / $(getconf CLK_TCK) / $N" | bc -l)"
+  done
 }
 
 start_servers
+ruvio_pid=$(pgrep -f "$RUVIO --port $RUVIO_PORT" | head -1)
+redis_pid=$(pgrep -f "redis-server.*:$REDIS_PORT" | head -1)
 echo "redis-benchmark: -n $N -c $CLIENTS -r $KEYSPACE -d $VALUE, best of $ROUNDS rounds; ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
-printf '%-16s %9s %14s %14s %8s\n' test pipeline ruvio_rps redis_rps ratio
+printf '%-16s %9s %14s %14s %8s %12s %12s\n' test pipeline ruvio_rps redis_rps ratio ruvio_cpu_us redis_cpu_us
 for P in 1 16; do
   : >"$work/ruvio.csv"; : >"$work/redis.csv"
   # Rounds alternate between the servers so neither always runs on a warmer (or busier) machine.
   for _ in $(seq "$ROUNDS"); do
-    bench $RUVIO_PORT $P >>"$work/ruvio.csv"
-    bench $REDIS_PORT $P >>"$work/redis.csv"
+    bench $RUVIO_PORT "$ruvio_pid" $P >>"$work/ruvio.csv"
+    bench $REDIS_PORT "$redis_pid" $P >>"$work/redis.csv"
   done
   best() { awk -F, -v t="$2" '$1==t && $2>m {m=$2} END {print m}' "$1"; }
+  cpu() { awk -F, -v t="$2" '$1==t {print $3}' "$1" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
   for test in SET GET INCR "MSET (10 keys)"; do
     a=$(best "$work/ruvio.csv" "$test"); b=$(best "$work/redis.csv" "$test")
-    printf '%-16s %9s %14.0f %14.0f %8.2f\n' "$test" "$P" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+    printf '%-16s %9s %14.0f %14.0f %8.2f %12.2f %12.2f\n' "$test" "$P" "$a" "$b" "$(echo "$a / $b" | bc -l)" \
+      "$(cpu "$work/ruvio.csv" "$test")" "$(cpu "$work/redis.csv" "$test")"
   done
 done
 
@@ -67,8 +80,6 @@ for p in $RUVIO_PORT $REDIS_PORT; do
   redis-cli -p $p --pipe <"$work/load.txt" >/dev/null
 done
 rss() { ps -o rss= -p "$1" | tr -d ' '; }
-ruvio_pid=$(pgrep -f "$RUVIO --port $RUVIO_PORT" | head -1)
-redis_pid=$(pgrep -f "redis-server.*:$REDIS_PORT" | head -1)
 r1=$(rss "$ruvio_pid"); r2=$(rss "$redis_pid")
 printf '%-16s %9s %14s %14s %8.2f\n' "rss_1M_keys_kB" "-" "$r1" "$r2" "$(echo "$r1 / $r2" | bc -l)"
 printf 'dbsize: ruvio=%s redis=%s\n' "$(redis-cli -p $RUVIO_PORT dbsize)" "$(redis-cli -p $REDIS_PORT dbsize)"

@@ -85,11 +85,27 @@ fn find_crlf(buf: &[u8]) -> Option<usize> {
 /// Parses a header number as strictly as Redis's `string2ll`: an optional '-', then digits without leading zeros;
 /// no '+', no spaces.
 fn parse_int(text: &[u8]) -> Option<i64> {
-    let digits = text.strip_prefix(b"-").unwrap_or(text);
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) || (digits.len() > 1 && digits[0] == b'0') {
+    let (negative, digits) = match text.strip_prefix(b"-") {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 19 || (digits.len() > 1 && digits[0] == b'0') {
         return None;
     }
-    std::str::from_utf8(text).ok()?.parse::<i64>().ok()
+    // Accumulated as a negative number so that i64::MIN, whose magnitude has no positive i64, parses too.
+    let mut n: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_sub((d - b'0') as i64)?;
+    }
+    if negative {
+        // Redis's string2ll takes no "-0".
+        (n != 0).then_some(n)
+    } else {
+        n.checked_neg()
+    }
 }
 
 impl RequestParser {
@@ -372,7 +388,36 @@ mod tests {
         assert_eq!(got[0][3], Bytes::from_static(b"it's"));
     }
 
+    #[test]
+    fn header_numbers_parse_like_redis_string2ll() {
+        for (text, want) in [
+            (&b"0"[..], Some(0)),
+            (b"7", Some(7)),
+            (b"-1", Some(-1)),
+            (b"9223372036854775807", Some(i64::MAX)),
+            (b"-9223372036854775808", Some(i64::MIN)),
+            (b"9223372036854775808", None),
+            (b"-9223372036854775809", None),
+            (b"12345678901234567890", None),
+            (b"", None),
+            (b"-", None),
+            (b"-0", None),
+            (b"01", None),
+            (b"+1", None),
+            (b" 1", None),
+            (b"1a", None),
+        ] {
+            assert_eq!(parse_int(text), want, "{:?}", String::from_utf8_lossy(text));
+        }
+    }
+
     proptest::proptest! {
+        #[test]
+        fn header_numbers_agree_with_the_standard_parser(n in proptest::num::i64::ANY) {
+            let text = n.to_string();
+            proptest::prop_assert_eq!(parse_int(text.as_bytes()), (n != 0 || !text.starts_with('-')).then_some(n));
+        }
+
         #[test]
         fn never_panics_on_garbage(data in proptest::collection::vec(proptest::num::u8::ANY, 0..512)) {
             let _ = parse_all(&data, RequestLimits { max_bulk_len: 1024, max_args: 64, unauthenticated: false });

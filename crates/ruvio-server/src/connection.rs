@@ -224,6 +224,11 @@ impl Connection {
         guard: &mut Option<MutexGuard<'g, Store>>,
     ) -> (Step, Option<Block>) {
         let mut ran = 0;
+        if batch.len() > 1 {
+            // Most commands name their key first: start fetching every key of the batch before running any.
+            let store = guard.get_or_insert_with(|| shared.store.lock());
+            store.dbs[self.state.db].prefetch(batch.iter().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1).map(|k| &k[..])));
+        }
         while let Some(args) = batch.pop_front() {
             ran += 1;
             let (reply, block) = self.run_command(shared, &args, guard);
@@ -261,7 +266,8 @@ impl Connection {
     ) -> (Option<Value>, Option<Block>) {
         Stats::add(&shared.stats.commands_processed, 1);
         let info = &self.state.info;
-        info.last_active.store(crate::clock::mono_ms(), Ordering::Relaxed);
+        let now = crate::clock::mono_ms();
+        info.last_active.store(now, Ordering::Relaxed);
         // Cross-protocol scripting guard: an HTTP request sent to this port is an attack, not a client.
         if commands::eq_ic(&args[0], "post") || commands::eq_ic(&args[0], "host:") {
             tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
@@ -315,7 +321,7 @@ impl Connection {
                 return (Some(Value::simple("QUEUED")), None);
             }
         }
-        let mut ctx = Ctx::new(shared, &mut self.state, args, spec, guard, false);
+        let mut ctx = Ctx::new_at(now, shared, &mut self.state, args, spec, guard, false);
         let reply = commands::call(&mut ctx);
         let block = ctx.block.take();
         (Some(reply), block)

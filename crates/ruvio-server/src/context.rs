@@ -61,7 +61,20 @@ impl<'a, 'g> Ctx<'a, 'g> {
         guard: &'a mut Option<MutexGuard<'g, Store>>,
         in_exec: bool,
     ) -> Self {
-        Ctx { shared, client, args, spec, guard, now: crate::clock::mono_ms(), in_exec, block: None, propagate: Propagate::AsIs }
+        Self::new_at(crate::clock::mono_ms(), shared, client, args, spec, guard, in_exec)
+    }
+
+    /// As [`Ctx::new`], at a time the caller already read from the clock.
+    pub fn new_at(
+        now: u64,
+        shared: &'g Arc<Shared>,
+        client: &'a mut ClientState,
+        args: &'a [Bytes],
+        spec: &'static CommandSpec,
+        guard: &'a mut Option<MutexGuard<'g, Store>>,
+        in_exec: bool,
+    ) -> Self {
+        Ctx { shared, client, args, spec, guard, now, in_exec, block: None, propagate: Propagate::AsIs }
     }
 
     /// The store, locked for the rest of this command (and the commands batched with it).

@@ -100,6 +100,14 @@ impl CompactBytes {
         self.len() == 0
     }
 
+    /// Where the bytes live when they are not inline (for a prefetch hint; never read through it).
+    pub fn heap_ptr(&self) -> Option<*const u8> {
+        match self {
+            CompactBytes::Inline { .. } => None,
+            CompactBytes::Heap(b) => Some(b.ptr.as_ptr()),
+        }
+    }
+
     /// Heap bytes this value owns beyond its own size, for memory accounting.
     pub fn heap_size(&self) -> usize {
         match self {
