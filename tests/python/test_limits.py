@@ -1,5 +1,6 @@
 """requirepass, unauthenticated parser limits, maxclients and idle timeout."""
 
+import os
 import time
 
 import pytest
@@ -149,6 +150,32 @@ def test_maxclients(server):
     finally:
         a.close()
         b.close()
+
+
+def _server_side_timer(server_port, client_port):
+    """(timer kind, clock ticks until it fires) of the server's end of a loopback connection, from /proc/net/tcp;
+    kind 2 is the keepalive timer."""
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        local, remote = int(f[1].split(":")[1], 16), int(f[2].split(":")[1], 16)
+        if local == server_port and remote == client_port:
+            kind, when = f[5].split(":")
+            return int(kind, 16), int(when, 16)
+    raise AssertionError(f"no server socket for client port {client_port} in /proc/net/tcp")
+
+
+@pytest.mark.server_config("--tcp-keepalive", "60")
+def test_tcp_keepalive_probes_idle_clients(server):
+    ticks = os.sysconf("SC_CLK_TCK")
+    with server.raw() as c:
+        c.call("PING")
+        kind, when = _server_side_timer(server.port, c.sock.getsockname()[1])
+        assert kind == 2, "keepalive timer not armed on the server's socket"
+        assert 50 * ticks < when <= 60 * ticks
+        c.call("CONFIG", "SET", "tcp-keepalive", "0")
+        with server.raw() as fresh:  # the setting applies to connections accepted after it, as in Redis
+            fresh.call("PING")
+            assert _server_side_timer(server.port, fresh.sock.getsockname()[1])[0] == 0
 
 
 @pytest.mark.server_config("--timeout", "1")

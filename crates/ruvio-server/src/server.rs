@@ -80,13 +80,30 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Ar
     }
 }
 
+/// `tcp-keepalive N`, as Redis does it: probes after N idle seconds, then every N/3 seconds, three unanswered probes
+/// and the connection is dead. A client that vanished (power loss, cut network) is noticed, and its lock waits and
+/// subscriptions go with it, instead of lingering until the next write to it.
+fn set_keepalive(stream: &TcpStream, secs: u64) {
+    let idle = Duration::from_secs(secs);
+    let keepalive = socket2::TcpKeepalive::new()
+        .with_time(idle)
+        .with_interval(Duration::from_secs((secs / 3).max(1)))
+        .with_retries(3);
+    if let Err(e) = socket2::SockRef::from(stream).set_tcp_keepalive(&keepalive) {
+        tracing::debug!("could not enable TCP keepalive: {e}");
+    }
+}
+
 async fn admit(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     Stats::add(&shared.stats.connections_received, 1);
     let _ = stream.set_nodelay(true);
-    let (maxclients, protected, has_password) = {
+    let (maxclients, protected, has_password, keepalive) = {
         let c = shared.config.read();
-        (c.maxclients, c.protected_mode, c.requirepass.is_some())
+        (c.maxclients, c.protected_mode, c.requirepass.is_some(), c.tcp_keepalive)
     };
+    if keepalive > 0 {
+        set_keepalive(&stream, keepalive);
+    }
     if protected && !has_password && !peer.ip().is_loopback() && !is_mapped_loopback(peer.ip()) {
         Stats::add(&shared.stats.rejected_connections, 1);
         let _ = stream.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
