@@ -9,7 +9,7 @@
 # of one round trip. Prints cycles/s, p50/p99/p99.9 cycle latency and the Ruvio/Redis ratios, for a low-contention
 # key space (KEYS) and a contended one (HOT_KEYS).
 #
-# Usage: bench/lock_cycle.sh            (env: CLIENTS=50 KEYS=10000 HOT_KEYS=20 DURATION=10)
+# Usage: bench/lock_cycle.sh            (env: CLIENTS=50 KEYS=10000 HOT_KEYS=20 DURATION=10 ROUNDS=3)
 # Needs redis-server and cargo; builds target/release/ruvio and the driver (crates/ruvio-server/examples/lock_cycle.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,18 +48,32 @@ run() { # port mode keys
   "$DRIVER" --port "$1" --mode "$2" --clients "$CLIENTS" --keys "$3" --seconds "$DURATION" --ttl $TTL
 }
 
-echo "lock cycle: $CLIENTS clients, ${DURATION}s per run, ttl ${TTL} ms; ruvio $($RUVIO --version | awk '{print $2}') vs redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
+# Runs alternate between the servers, ROUNDS times, and each figure is the median of its rounds: on a shared
+# machine a single 10 s run of one server can land on a busy moment.
+ROUNDS=${ROUNDS:-3}
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+echo "lock cycle: $CLIENTS clients, ${DURATION}s per run, median of $ROUNDS alternating runs, ttl ${TTL} ms; ruvio $($RUVIO --version | awk '{print $2}') vs redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
 printf '%-8s %-6s %12s %10s %8s %8s %9s\n' keys server cycles_per_s refused p50_us p99_us p999_us
 for K in $KEYS $HOT_KEYS; do
-  r=$(run $RUVIO_PORT ruvio "$K")
-  d=$(run $REDIS_PORT redis "$K")
-  for pair in "ruvio:$r" "redis:$d"; do
-    name=${pair%%:*}; out=${pair#*:}
-    printf '%-8s %-6s %12s %10s %8s %8s %9s\n' "$K" "$name" "$(field "$out" cycles_per_sec)" "$(field "$out" refused)" \
-      "$(field "$out" p50_us)" "$(field "$out" p99_us)" "$(field "$out" p999_us)"
+  runs_ruvio=(); runs_redis=()
+  for _ in $(seq "$ROUNDS"); do
+    runs_ruvio+=("$(run $RUVIO_PORT ruvio "$K")")
+    runs_redis+=("$(run $REDIS_PORT redis "$K")")
+  done
+  declare -A med=()
+  for name in ruvio redis; do
+    declare -n runs="runs_$name"
+    for f in cycles_per_sec refused p50_us p99_us p999_us; do
+      med[$name.$f]=$(for out in "${runs[@]}"; do field "$out" $f; done | tr '\n' ' ' | median)
+    done
+    unset -n runs
+    printf '%-8s %-6s %12s %10s %8s %8s %9s\n' "$K" "$name" "${med[$name.cycles_per_sec]}" "${med[$name.refused]}" \
+      "${med[$name.p50_us]}" "${med[$name.p99_us]}" "${med[$name.p999_us]}"
   done
   printf '%-8s %-6s %12.2f %10s %8s %8.2f %9s\n' "$K" "ratio" \
-    "$(echo "$(field "$r" cycles_per_sec) / $(field "$d" cycles_per_sec)" | bc -l)" "" "" \
-    "$(echo "$(field "$r" p99_us) / $(field "$d" p99_us)" | bc -l)" ""
+    "$(echo "${med[ruvio.cycles_per_sec]} / ${med[redis.cycles_per_sec]}" | bc -l)" "" "" \
+    "$(echo "${med[ruvio.p99_us]} / ${med[redis.p99_us]}" | bc -l)" ""
+  unset med
 done
 echo "(ratio: throughput ruvio/redis, higher is better; p99 ruvio/redis, lower is better)"
