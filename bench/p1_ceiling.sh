@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# How fast could any server be at pipeline depth 1 on this machine? Runs redis-benchmark (SET, GET, INCR, MSET,
+# 50 clients, pipeline 1) alternately against ruvio, Debian's redis-server and a server that does no work at all
+# (crates/ruvio-server/examples/null_server.rs: one epoll loop, Ruvio's parser, a canned reply per command), and
+# prints each one's median requests/s and its ratio to redis-server. With the load generator on the same cores,
+# null/redis is the highest ratio any request path can reach here.
+#
+# Usage: bench/p1_ceiling.sh [requests-per-run]   (env: ROUNDS=5; needs redis-server, redis-benchmark, cargo)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-200000}
+ROUNDS=${ROUNDS:-5}
+RUVIO=${RUVIO_BIN:-target/release/ruvio}
+RUVIO_PORT=7431; REDIS_PORT=7432; NULL_PORT=7433
+cargo build --release -q -p ruvio
+cargo build --release -q -p ruvio-server --example null_server
+NULL=${CARGO_TARGET_DIR:-target}/release/examples/null_server
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$RUVIO" --port $RUVIO_PORT --dir "$work/ruvio" --appendonly no --loglevel warning >"$work/ruvio.log" 2>&1 &
+pids+=($!)
+redis-server --port $REDIS_PORT --dir "$work" --save '' --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
+pids+=($!)
+"$NULL" $NULL_PORT &
+pids+=($!)
+for p in $RUVIO_PORT $REDIS_PORT $NULL_PORT; do
+  for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+
+rps() { # port test
+  redis-benchmark -p "$1" -t "$2" -n "$N" -c 50 -P 1 -r 100000 -d 3 --csv 2>/dev/null | awk -F, 'NR>1 {gsub(/"/,""); print $2}'
+}
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+echo "pipeline 1, 50 clients, -n $N, median of $ROUNDS alternating rounds; redis-benchmark on the same $(nproc) cores"
+printf '%-6s %12s %12s %12s %12s %12s\n' test ruvio redis null ruvio/redis null/redis
+for t in set get incr mset; do
+  a=""; b=""; c=""
+  for _ in $(seq "$ROUNDS"); do
+    a="$a $(rps $RUVIO_PORT $t)"; b="$b $(rps $REDIS_PORT $t)"; c="$c $(rps $NULL_PORT $t)"
+  done
+  a=$(echo $a | tr ' ' '\n' | median); b=$(echo $b | tr ' ' '\n' | median); c=$(echo $c | tr ' ' '\n' | median)
+  printf '%-6s %12.0f %12.0f %12.0f %12.2f %12.2f\n' "$t" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$c / $b" | bc -l)"
+done
