@@ -2,8 +2,10 @@
 # How fast could any server be at pipeline depth 1 on this machine? Runs redis-benchmark (SET, GET, INCR, MSET,
 # 50 clients, pipeline 1) alternately against ruvio, Debian's redis-server and a server that does no work at all
 # (crates/ruvio-server/examples/null_server.rs: one epoll loop, Ruvio's parser, a canned reply per command), and
-# prints each one's median requests/s and its ratio to redis-server. With the load generator on the same cores,
-# null/redis is the highest ratio any request path can reach here.
+# prints each one's median requests/s and its ratio to redis-server. Then the same for the lock cycle of
+# bench/lock_cycle.sh (LEASE + RELEASE against ruvio and the null server, SET NX PX + EVALSHA against redis-server,
+# 50 clients, 10000 keys). With the load generator on the same cores, null/redis is the highest ratio any request
+# path can reach here.
 #
 # Usage: bench/p1_ceiling.sh [requests-per-run]   (env: ROUNDS=5; needs redis-server, redis-benchmark, cargo)
 set -euo pipefail
@@ -13,8 +15,9 @@ ROUNDS=${ROUNDS:-5}
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=7431; REDIS_PORT=7432; NULL_PORT=7433
 cargo build --release -q -p ruvio
-cargo build --release -q -p ruvio-server --example null_server
+cargo build --release -q -p ruvio-server --example null_server --example lock_cycle
 NULL=${CARGO_TARGET_DIR:-target}/release/examples/null_server
+LOCK_DRIVER=${CARGO_TARGET_DIR:-target}/release/examples/lock_cycle
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -48,3 +51,15 @@ for t in set get incr mset; do
   a=$(echo $a | tr ' ' '\n' | median); b=$(echo $b | tr ' ' '\n' | median); c=$(echo $c | tr ' ' '\n' | median)
   printf '%-6s %12.0f %12.0f %12.0f %12.2f %12.2f\n' "$t" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$c / $b" | bc -l)"
 done
+
+cycles() { # port mode
+  "$LOCK_DRIVER" --port "$1" --mode "$2" --clients 50 --keys 10000 --seconds 3 | tr ' ' '\n' |
+    awk -F= '$1 == "cycles_per_sec" {print $2}'
+}
+a=""; b=""; c=""
+for _ in $(seq "$ROUNDS"); do
+  a="$a $(cycles $RUVIO_PORT ruvio)"; b="$b $(cycles $REDIS_PORT redis)"; c="$c $(cycles $NULL_PORT ruvio)"
+done
+a=$(echo $a | tr ' ' '\n' | median); b=$(echo $b | tr ' ' '\n' | median); c=$(echo $c | tr ' ' '\n' | median)
+printf '%-6s %12.0f %12.0f %12.0f %12.2f %12.2f\n' "lock" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$c / $b" | bc -l)"
+echo "(lock: acquire+release cycles/s, 3 s runs; the null server answers LEASE and RELEASE with :1 and stores nothing)"
