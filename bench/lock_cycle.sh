@@ -6,8 +6,8 @@
 #
 # Each of the CLIENTS connections runs cycles on random keys out of KEYS for DURATION seconds, one request in flight
 # (the way a worker takes a lock); a cycle whose acquire is refused (key held by another client) counts as a cycle
-# of one round trip. Prints cycles/s, p50/p99/p99.9 cycle latency and the Ruvio/Redis ratios, for a low-contention
-# key space (KEYS) and a contended one (HOT_KEYS).
+# of one round trip. Prints cycles/s, p50/p99/p99.9 cycle latency, the server's CPU time per cycle and the
+# Ruvio/Redis ratios, for a low-contention key space (KEYS) and a contended one (HOT_KEYS).
 #
 # Usage: bench/lock_cycle.sh            (env: CLIENTS=50 KEYS=10000 HOT_KEYS=20 DURATION=10 ROUNDS=3)
 # Needs redis-server and cargo; builds target/release/ruvio and the driver (crates/ruvio-server/examples/lock_cycle.rs).
@@ -44,8 +44,13 @@ for p in $RUVIO_PORT $REDIS_PORT; do
 done
 
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
-run() { # port mode keys
-  "$DRIVER" --port "$1" --mode "$2" --clients "$CLIENTS" --keys "$3" --seconds "$DURATION" --ttl $TTL
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+run() { # port mode keys pid -> the driver's fields plus the server's CPU time per cycle (cpu_us)
+  local before after out
+  before=$(cpu_ticks "$4")
+  out=$("$DRIVER" --port "$1" --mode "$2" --clients "$CLIENTS" --keys "$3" --seconds "$DURATION" --ttl $TTL)
+  after=$(cpu_ticks "$4")
+  echo "$out cpu_us=$(echo "($after - $before) * 1000000 / $(getconf CLK_TCK) / $(field "$out" cycles)" | bc -l)"
 }
 
 # Runs alternate between the servers, ROUNDS times, and each figure is the median of its rounds: on a shared
@@ -54,26 +59,27 @@ ROUNDS=${ROUNDS:-3}
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 echo "lock cycle: $CLIENTS clients, ${DURATION}s per run, median of $ROUNDS alternating runs, ttl ${TTL} ms; ruvio $($RUVIO --version | awk '{print $2}') vs redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
-printf '%-8s %-6s %12s %10s %8s %8s %9s\n' keys server cycles_per_s refused p50_us p99_us p999_us
+printf '%-8s %-6s %12s %10s %8s %8s %9s %8s\n' keys server cycles_per_s refused p50_us p99_us p999_us cpu_us
 for K in $KEYS $HOT_KEYS; do
   runs_ruvio=(); runs_redis=()
   for _ in $(seq "$ROUNDS"); do
-    runs_ruvio+=("$(run $RUVIO_PORT ruvio "$K")")
-    runs_redis+=("$(run $REDIS_PORT redis "$K")")
+    runs_ruvio+=("$(run $RUVIO_PORT ruvio "$K" "${pids[0]}")")
+    runs_redis+=("$(run $REDIS_PORT redis "$K" "${pids[1]}")")
   done
   declare -A med=()
   for name in ruvio redis; do
     declare -n runs="runs_$name"
-    for f in cycles_per_sec refused p50_us p99_us p999_us; do
+    for f in cycles_per_sec refused p50_us p99_us p999_us cpu_us; do
       med[$name.$f]=$(for out in "${runs[@]}"; do field "$out" $f; done | tr '\n' ' ' | median)
     done
     unset -n runs
-    printf '%-8s %-6s %12s %10s %8s %8s %9s\n' "$K" "$name" "${med[$name.cycles_per_sec]}" "${med[$name.refused]}" \
-      "${med[$name.p50_us]}" "${med[$name.p99_us]}" "${med[$name.p999_us]}"
+    printf '%-8s %-6s %12s %10s %8s %8s %9s %8.1f\n' "$K" "$name" "${med[$name.cycles_per_sec]}" "${med[$name.refused]}" \
+      "${med[$name.p50_us]}" "${med[$name.p99_us]}" "${med[$name.p999_us]}" "${med[$name.cpu_us]}"
   done
   printf '%-8s %-6s %12.2f %10s %8s %8.2f %9s\n' "$K" "ratio" \
     "$(echo "${med[ruvio.cycles_per_sec]} / ${med[redis.cycles_per_sec]}" | bc -l)" "" "" \
     "$(echo "${med[ruvio.p99_us]} / ${med[redis.p99_us]}" | bc -l)" ""
   unset med
 done
-echo "(ratio: throughput ruvio/redis, higher is better; p99 ruvio/redis, lower is better)"
+echo "(ratio: throughput ruvio/redis, higher is better; p99 ruvio/redis, lower is better;"
+echo " cpu_us: the server's CPU time, user + system, per cycle)"
