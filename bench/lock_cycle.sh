@@ -25,26 +25,13 @@ REDIS_PORT=7422
 
 cargo build --release -q -p ruvio
 cargo build --release -q -p ruvio-server --example lock_cycle
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. bench/lib.sh
+bench_init
 
 # Persistence off on both sides: this compares the request path, not the disk.
-"$RUVIO" --port $RUVIO_PORT --dir "$work/ruvio" --appendonly no --loglevel warning >"$work/ruvio.log" 2>&1 &
-pids+=($!)
-redis-server --port $REDIS_PORT --dir "$work" --save '' --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
-pids+=($!)
-for p in $RUVIO_PORT $REDIS_PORT; do
-  for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+start_both $RUVIO_PORT $REDIS_PORT --appendonly no
 
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 run() { # port mode keys pid -> the driver's fields plus the server's CPU time per cycle (cpu_us)
   local before after out
   before=$(cpu_ticks "$4")
@@ -56,15 +43,14 @@ run() { # port mode keys pid -> the driver's fields plus the server's CPU time p
 # Runs alternate between the servers, ROUNDS times, and each figure is the median of its rounds: on a shared
 # machine a single 10 s run of one server can land on a busy moment.
 ROUNDS=${ROUNDS:-3}
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 echo "lock cycle: $CLIENTS clients, ${DURATION}s per run, median of $ROUNDS alternating runs, ttl ${TTL} ms; ruvio $($RUVIO --version | awk '{print $2}') vs redis $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
 printf '%-8s %-6s %12s %10s %8s %8s %9s %8s\n' keys server cycles_per_s refused p50_us p99_us p999_us cpu_us
 for K in $KEYS $HOT_KEYS; do
   runs_ruvio=(); runs_redis=()
   for _ in $(seq "$ROUNDS"); do
-    runs_ruvio+=("$(run $RUVIO_PORT ruvio "$K" "${pids[0]}")")
-    runs_redis+=("$(run $REDIS_PORT redis "$K" "${pids[1]}")")
+    runs_ruvio+=("$(run $RUVIO_PORT ruvio "$K" "$RUVIO_PID")")
+    runs_redis+=("$(run $REDIS_PORT redis "$K" "$REDIS_PID")")
   done
   declare -A med=()
   for name in ruvio redis; do

@@ -18,48 +18,35 @@ cargo build --release -q -p ruvio
 cargo build --release -q -p ruvio-server --example null_server --example lock_cycle
 NULL=${CARGO_TARGET_DIR:-target}/release/examples/null_server
 LOCK_DRIVER=${CARGO_TARGET_DIR:-target}/release/examples/lock_cycle
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$RUVIO" --port $RUVIO_PORT --dir "$work/ruvio" --appendonly no --loglevel warning >"$work/ruvio.log" 2>&1 &
-pids+=($!)
-redis-server --port $REDIS_PORT --dir "$work" --save '' --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
-pids+=($!)
+. bench/lib.sh
+bench_init
+start_both $RUVIO_PORT $REDIS_PORT --appendonly no
 "$NULL" $NULL_PORT &
-pids+=($!)
-for p in $RUVIO_PORT $REDIS_PORT $NULL_PORT; do
-  for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+BENCH_PIDS+=($!)
+wait_ready $NULL_PORT
 
 rps() { # port test
   redis-benchmark -p "$1" -t "$2" -n "$N" -c 50 -P 1 -r 100000 -d 3 --csv 2>/dev/null | awk -F, 'NR>1 {gsub(/"/,""); print $2}'
 }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+# medians_of_rounds "command for ruvio" "for redis" "for null": ROUNDS alternating runs -> "ruvio redis null" medians.
+medians_of_rounds() {
+  local a="" b="" c=""
+  for _ in $(seq "$ROUNDS"); do a="$a $($1)"; b="$b $($2)"; c="$c $($3)"; done
+  echo "$(echo $a | median) $(echo $b | median) $(echo $c | median)"
+}
+row() { # name ruvio redis null
+  printf '%-6s %12.0f %12.0f %12.0f %12.2f %12.2f\n' "$1" "$2" "$3" "$4" "$(echo "$2 / $3" | bc -l)" "$(echo "$4 / $3" | bc -l)"
+}
 
 echo "pipeline 1, 50 clients, -n $N, median of $ROUNDS alternating rounds; redis-benchmark on the same $(nproc) cores"
 printf '%-6s %12s %12s %12s %12s %12s\n' test ruvio redis null ruvio/redis null/redis
 for t in set get incr mset; do
-  a=""; b=""; c=""
-  for _ in $(seq "$ROUNDS"); do
-    a="$a $(rps $RUVIO_PORT $t)"; b="$b $(rps $REDIS_PORT $t)"; c="$c $(rps $NULL_PORT $t)"
-  done
-  a=$(echo $a | tr ' ' '\n' | median); b=$(echo $b | tr ' ' '\n' | median); c=$(echo $c | tr ' ' '\n' | median)
-  printf '%-6s %12.0f %12.0f %12.0f %12.2f %12.2f\n' "$t" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$c / $b" | bc -l)"
+  row "$t" $(medians_of_rounds "rps $RUVIO_PORT $t" "rps $REDIS_PORT $t" "rps $NULL_PORT $t")
 done
 
 cycles() { # port mode
   "$LOCK_DRIVER" --port "$1" --mode "$2" --clients 50 --keys 10000 --seconds 3 | tr ' ' '\n' |
     awk -F= '$1 == "cycles_per_sec" {print $2}'
 }
-a=""; b=""; c=""
-for _ in $(seq "$ROUNDS"); do
-  a="$a $(cycles $RUVIO_PORT ruvio)"; b="$b $(cycles $REDIS_PORT redis)"; c="$c $(cycles $NULL_PORT ruvio)"
-done
-a=$(echo $a | tr ' ' '\n' | median); b=$(echo $b | tr ' ' '\n' | median); c=$(echo $c | tr ' ' '\n' | median)
-printf '%-6s %12.0f %12.0f %12.0f %12.2f %12.2f\n' "lock" "$a" "$b" "$c" "$(echo "$a / $b" | bc -l)" "$(echo "$c / $b" | bc -l)"
+row lock $(medians_of_rounds "cycles $RUVIO_PORT ruvio" "cycles $REDIS_PORT redis" "cycles $NULL_PORT ruvio")
 echo "(lock: acquire+release cycles/s, 3 s runs; the null server answers LEASE and RELEASE with :1 and stores nothing)"

@@ -18,26 +18,8 @@ REDIS_PORT=${REDIS_PORT:-7422}
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
 cargo build --release -q -p ruvio-server --example lock_cycle
 LOCK_DRIVER=${CARGO_TARGET_DIR:-target}/release/examples/lock_cycle
-work=$(mktemp -d "${BENCH_DIR:-/tmp}/ruvio-bench-persist.XXXXXX")
-ruvio_pid=""; redis_pid=""
-stop_servers() {
-  [ -n "$ruvio_pid" ] && kill "$ruvio_pid" 2>/dev/null && wait "$ruvio_pid" 2>/dev/null || true
-  [ -n "$redis_pid" ] && kill "$redis_pid" 2>/dev/null && wait "$redis_pid" 2>/dev/null || true
-  ruvio_pid=""; redis_pid=""
-}
-cleanup() { stop_servers; rm -rf "$work"; }
-trap cleanup EXIT
-
-start_servers() { # appendfsync
-  rm -rf "$work/ruvio" "$work/redis"; mkdir -p "$work/ruvio" "$work/redis"
-  "$RUVIO" --port $RUVIO_PORT --dir "$work/ruvio" --appendonly yes --appendfsync "$1" --loglevel warning >"$work/ruvio.log" 2>&1 &
-  ruvio_pid=$!
-  redis-server --port $REDIS_PORT --dir "$work/redis" --save '' --appendonly yes --appendfsync "$1" --loglevel warning >"$work/redis.log" 2>&1 &
-  redis_pid=$!
-  for p in $RUVIO_PORT $REDIS_PORT; do
-    for _ in $(seq 100); do [ "$(redis-cli -p $p ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
-  done
-}
+. bench/lib.sh
+bench_init
 
 set_rps() { # port clients requests
   redis-benchmark -p "$1" -t set -n "$3" -c "$2" -r 100000 -d 16 --csv 2>/dev/null | awk -F, 'NR>1 {gsub(/"/,""); print $2}'
@@ -46,21 +28,20 @@ lock_rps() { # port mode clients
   "$LOCK_DRIVER" --port "$1" --mode "$2" --clients "$3" --keys 10000 --seconds "$LOCK_SECS" |
     tr ' ' '\n' | awk -F= '$1 == "cycles_per_sec" {print $2}'
 }
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 # Each figure is the median of REPEAT runs, ruvio and redis-server alternating, so a busy moment on a shared
 # machine hits both sides alike.
 REPEAT=${REPEAT:-3}
 pair() { # command-for-ruvio command-for-redis -> "ruvio_median redis_median"
   local a="" b=""
   for _ in $(seq "$REPEAT"); do a="$a $($1)"; b="$b $($2)"; done
-  echo "$(echo $a | tr ' ' '\n' | median) $(echo $b | tr ' ' '\n' | median)"
+  echo "$(echo $a | median) $(echo $b | median)"
 }
 
-echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}'); disk: $(df -P "$work" | awk 'NR==2 {print $1}')"
+echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}'); disk: $(df -P "$BENCH_WORK" | awk 'NR==2 {print $1}')"
 echo "figures: ops/s, median of $REPEAT alternating runs; acquire+release counts one acquire and one release as one op"
 printf '%-10s %-15s %7s %12s %12s %7s\n' fsync test clients ruvio_ops redis_ops ratio
 for fsync in always everysec; do
-  start_servers "$fsync"
+  start_both $RUVIO_PORT $REDIS_PORT --appendonly yes --appendfsync "$fsync"
   for c in 1 50; do
     n=$N
     # One client under always is one fsync per write: keep that run short.

@@ -17,24 +17,9 @@ RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=7411
 REDIS_PORT=7412
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
-work=$(mktemp -d)
-cleanup() {
-  redis-cli -p $RUVIO_PORT shutdown nosave >/dev/null 2>&1 || true
-  redis-cli -p $REDIS_PORT shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+. bench/lib.sh
+bench_init
 
-start_servers() {
-  # Persistence off on both sides: this compares the request path, not the disk.
-  "$RUVIO" --port $RUVIO_PORT --dir "$work/ruvio" --appendonly no --loglevel warning >"$work/ruvio.log" 2>&1 &
-  redis-server --port $REDIS_PORT --dir "$work" --save '' --appendonly no --loglevel warning >"$work/redis.log" 2>&1 &
-  for p in $RUVIO_PORT $REDIS_PORT; do
-    for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
-  done
-}
-
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 bench() { # port pid pipeline -> CSV lines "test,rps,server-cpu-us-per-request", one redis-benchmark run per test
   local t before after
   for t in set get incr mset; do
@@ -46,29 +31,28 @@ bench() { # port pid pipeline -> CSV lines "test,rps,server-cpu-us-per-request",
   done
 }
 
-start_servers
-ruvio_pid=$(pgrep -f "$RUVIO --port $RUVIO_PORT" | head -1)
-redis_pid=$(pgrep -f "redis-server.*:$REDIS_PORT" | head -1)
+# Persistence off on both sides: this compares the request path, not the disk.
+start_both $RUVIO_PORT $REDIS_PORT --appendonly no
 echo "redis-benchmark: -n $N -c $CLIENTS -r $KEYSPACE -d $VALUE, best of $ROUNDS rounds; ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}' | cut -d= -f2)"
 printf '%-16s %9s %14s %14s %8s %12s %12s\n' test pipeline ruvio_rps redis_rps ratio ruvio_cpu_us redis_cpu_us
 for P in 1 16; do
-  : >"$work/ruvio.csv"; : >"$work/redis.csv"
+  : >"$BENCH_WORK/ruvio.csv"; : >"$BENCH_WORK/redis.csv"
   # Rounds alternate between the servers so neither always runs on a warmer (or busier) machine.
   for _ in $(seq "$ROUNDS"); do
-    bench $RUVIO_PORT "$ruvio_pid" $P >>"$work/ruvio.csv"
-    bench $REDIS_PORT "$redis_pid" $P >>"$work/redis.csv"
+    bench $RUVIO_PORT "$RUVIO_PID" $P >>"$BENCH_WORK/ruvio.csv"
+    bench $REDIS_PORT "$REDIS_PID" $P >>"$BENCH_WORK/redis.csv"
   done
   best() { awk -F, -v t="$2" '$1==t && $2>m {m=$2} END {print m}' "$1"; }
-  cpu() { awk -F, -v t="$2" '$1==t {print $3}' "$1" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+  cpu() { awk -F, -v t="$2" '$1==t {print $3}' "$1" | median; }
   for test in SET GET INCR "MSET (10 keys)"; do
-    a=$(best "$work/ruvio.csv" "$test"); b=$(best "$work/redis.csv" "$test")
+    a=$(best "$BENCH_WORK/ruvio.csv" "$test"); b=$(best "$BENCH_WORK/redis.csv" "$test")
     printf '%-16s %9s %14.0f %14.0f %8.2f %12.2f %12.2f\n' "$test" "$P" "$a" "$b" "$(echo "$a / $b" | bc -l)" \
-      "$(cpu "$work/ruvio.csv" "$test")" "$(cpu "$work/redis.csv" "$test")"
+      "$(cpu "$BENCH_WORK/ruvio.csv" "$test")" "$(cpu "$BENCH_WORK/redis.csv" "$test")"
   done
 done
 
 # Memory: 1M keys "key:%07d" -> 3-byte value, loaded with redis-cli --pipe, RSS measured after loading.
-python3 - "$work/load.txt" <<'PY'
+python3 - "$BENCH_WORK/load.txt" <<'PY'
 import sys
 with open(sys.argv[1], "wb") as f:
     for i in range(1_000_000):
@@ -77,9 +61,9 @@ with open(sys.argv[1], "wb") as f:
 PY
 for p in $RUVIO_PORT $REDIS_PORT; do
   redis-cli -p $p flushall >/dev/null
-  redis-cli -p $p --pipe <"$work/load.txt" >/dev/null
+  redis-cli -p $p --pipe <"$BENCH_WORK/load.txt" >/dev/null
 done
 rss() { ps -o rss= -p "$1" | tr -d ' '; }
-r1=$(rss "$ruvio_pid"); r2=$(rss "$redis_pid")
+r1=$(rss "$RUVIO_PID"); r2=$(rss "$REDIS_PID")
 printf '%-16s %9s %14s %14s %8.2f\n' "rss_1M_keys_kB" "-" "$r1" "$r2" "$(echo "$r1 / $r2" | bc -l)"
 printf 'dbsize: ruvio=%s redis=%s\n' "$(redis-cli -p $RUVIO_PORT dbsize)" "$(redis-cli -p $REDIS_PORT dbsize)"

@@ -1,5 +1,5 @@
 //! A server that does no work: one thread, one epoll loop (level-triggered, like Redis's), Ruvio's request parser,
-//! and a canned reply per command (`+OK` for SET and MSET; `:1` for INCR, LEASE, RELEASE and EVALSHA, enough for
+//! and a canned reply per command (`+PONG` for PING, `+OK` for SET and MSET; `:1` for INCR, LEASE, RELEASE and EVALSHA, enough for
 //! the lock-cycle driver; a 3-byte bulk for anything else). Used by bench/p1_ceiling.sh to measure the most any
 //! server could serve with one request in flight per client on this machine, with the load generator on the same
 //! cores: a ceiling for the request path, not a competitor.
@@ -29,7 +29,9 @@ fn epoll_add(epfd: i32, fd: i32) {
 }
 
 fn reply_for(name: &[u8]) -> &'static [u8] {
-    if name.eq_ignore_ascii_case(b"set") || name.eq_ignore_ascii_case(b"mset") {
+    if name.eq_ignore_ascii_case(b"ping") {
+        b"+PONG\r\n"
+    } else if name.eq_ignore_ascii_case(b"set") || name.eq_ignore_ascii_case(b"mset") {
         b"+OK\r\n"
     } else if [&b"incr"[..], b"lease", b"release", b"evalsha"].iter().any(|n| name.eq_ignore_ascii_case(n)) {
         b":1\r\n"

@@ -321,7 +321,7 @@ impl Connection {
                 return (Some(Value::simple("QUEUED")), None);
             }
         }
-        let mut ctx = Ctx::new_at(now, shared, &mut self.state, args, spec, guard, false);
+        let mut ctx = Ctx::new(now, shared, &mut self.state, args, spec, guard, false);
         let reply = commands::call(&mut ctx);
         let block = ctx.block.take();
         (Some(reply), block)

@@ -53,19 +53,9 @@ pub struct Ctx<'a, 'g> {
 }
 
 impl<'a, 'g> Ctx<'a, 'g> {
+    /// A command about to run at `now` (monotonic ms, read by the caller once for everything it does at that
+    /// moment).
     pub fn new(
-        shared: &'g Arc<Shared>,
-        client: &'a mut ClientState,
-        args: &'a [Bytes],
-        spec: &'static CommandSpec,
-        guard: &'a mut Option<MutexGuard<'g, Store>>,
-        in_exec: bool,
-    ) -> Self {
-        Self::new_at(crate::clock::mono_ms(), shared, client, args, spec, guard, in_exec)
-    }
-
-    /// As [`Ctx::new`], at a time the caller already read from the clock.
-    pub fn new_at(
         now: u64,
         shared: &'g Arc<Shared>,
         client: &'a mut ClientState,
@@ -111,7 +101,7 @@ impl<'a, 'g> Ctx<'a, 'g> {
 
     /// A context for running another command with the same client and lock (EXEC runs its queue this way).
     pub fn nested<'b>(&'b mut self, args: &'b [Bytes], spec: &'static CommandSpec) -> Ctx<'b, 'g> {
-        Ctx::new(self.shared, self.client, args, spec, self.guard, true)
+        Ctx::new(self.now, self.shared, self.client, args, spec, self.guard, true)
     }
 
     /// Releases the store lock (before waiting on something).

@@ -362,7 +362,7 @@ impl Replayer {
             }
         }
         let mut guard = None;
-        let mut ctx = Ctx::new(shared, &mut self.client, args, resolved.spec, &mut guard, true);
+        let mut ctx = Ctx::new(crate::clock::mono_ms(), shared, &mut self.client, args, resolved.spec, &mut guard, true);
         call(&mut ctx)
     }
 }

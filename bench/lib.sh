@@ -1,0 +1,66 @@
+# Helpers shared by the bench scripts (sourced, not run): a temporary folder, servers started in the background and
+# stopped when the script exits, readiness checks, medians and CPU time.
+#
+# Needs RUVIO (the ruvio binary) set before start_ruvio is called.
+
+BENCH_PIDS=()
+
+# Creates $BENCH_WORK and arranges for every started server to be stopped and the folder removed on exit.
+bench_init() {
+  BENCH_WORK=$(mktemp -d "${BENCH_DIR:-/tmp}/ruvio-bench.XXXXXX")
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  local p
+  for p in "${BENCH_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  BENCH_PIDS=()
+  rm -rf "$BENCH_WORK"
+}
+
+# start_ruvio PORT [flags...]: ruvio with its own data folder; the pid is left in LAST_PID.
+start_ruvio() {
+  local port=$1; shift
+  rm -rf "$BENCH_WORK/ruvio-$port"; mkdir -p "$BENCH_WORK/ruvio-$port"
+  "$RUVIO" --port "$port" --dir "$BENCH_WORK/ruvio-$port" --loglevel warning "$@" >"$BENCH_WORK/ruvio-$port.log" 2>&1 &
+  LAST_PID=$!; BENCH_PIDS+=("$LAST_PID")
+}
+
+# start_redis PORT [flags...]: Debian's redis-server with its own data folder, no RDB snapshots.
+start_redis() {
+  local port=$1; shift
+  rm -rf "$BENCH_WORK/redis-$port"; mkdir -p "$BENCH_WORK/redis-$port"
+  redis-server --port "$port" --dir "$BENCH_WORK/redis-$port" --save '' --loglevel warning "$@" >"$BENCH_WORK/redis-$port.log" 2>&1 &
+  LAST_PID=$!; BENCH_PIDS+=("$LAST_PID")
+}
+
+# start_both RUVIO_PORT REDIS_PORT [flags...]: ruvio and redis-server with the same flags (Redis names), both ready;
+# their pids in RUVIO_PID and REDIS_PID.
+start_both() {
+  local rport=$1 dport=$2; shift 2
+  start_ruvio "$rport" "$@"; RUVIO_PID=$LAST_PID
+  start_redis "$dport" "$@"; REDIS_PID=$LAST_PID
+  wait_ready "$rport" "$dport"
+}
+
+# stop_servers: stops everything started so far (the work folder stays).
+stop_servers() {
+  local p
+  for p in "${BENCH_PIDS[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+  BENCH_PIDS=()
+}
+
+# wait_ready PORT...: until each answers PING (bounded: 10 s each).
+wait_ready() {
+  local p
+  for p in "$@"; do
+    for _ in $(seq 100); do [ "$(redis-cli -p "$p" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
+  done
+}
+
+# median: of the numbers on stdin (whitespace separated).
+median() { tr -s ' \t' '\n\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+# cpu_ticks PID: user + system CPU time of a process so far, in clock ticks (getconf CLK_TCK per second).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
