@@ -224,8 +224,9 @@ impl Connection {
         guard: &mut Option<MutexGuard<'g, Store>>,
     ) -> (Step, Option<Block>) {
         let mut ran = 0;
-        if batch.len() > 1 {
+        if batch.len() > 1 && !shared.loading.load(Ordering::Acquire) {
             // Most commands name their key first: start fetching every key of the batch before running any.
+            // (Not while loading: commands allowed then need no keys, and the loader holds the store in turns.)
             let store = guard.get_or_insert_with(|| shared.store.lock());
             store.dbs[self.state.db].prefetch(batch.iter().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1).map(|k| &k[..])));
         }
