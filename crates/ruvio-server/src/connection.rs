@@ -228,7 +228,9 @@ impl Connection {
             // Most commands name their key first: start fetching every key of the batch before running any.
             // (Not while loading: commands allowed then need no keys, and the loader holds the store in turns.)
             let store = guard.get_or_insert_with(|| shared.store.lock());
-            store.dbs[self.state.db].prefetch(batch.iter().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1).map(|k| &k[..])));
+            // A long first argument is rarely a key (ECHO, PUBLISH's message); hashing it would be wasted work.
+            let keys = batch.iter().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1)).filter(|k| k.len() <= 512);
+            store.dbs[self.state.db].prefetch(keys.map(|k| &k[..]));
         }
         while let Some(args) = batch.pop_front() {
             ran += 1;
