@@ -228,7 +228,7 @@ impl Db {
     /// command at a time, each lookup waits for up to three dependent cache misses (control bytes, slot, key bytes);
     /// here every stage is started for all keys before any is needed, so the misses overlap. Only a hint: a wrong
     /// guess (another key with the same 7-bit tag) costs a useless prefetch, nothing else.
-    pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]> + Clone) {
+    pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
         const MAX: usize = 128;
         let mut hashes = [(0u64, 0usize); MAX];
         let mut n = 0;
