@@ -614,6 +614,22 @@ mod tests {
     }
 
     #[test]
+    fn prefetch_is_only_a_hint() {
+        let mut db = Db::new();
+        db.prefetch([&b"missing"[..]].into_iter());
+        let long = vec![b'k'; 100];
+        db.insert(b"short", s("v"));
+        db.insert(&long, s(&"x".repeat(100)));
+        db.set_expire(b"short", 10, 1);
+        let many: Vec<Vec<u8>> = (0..300).map(|i| format!("k{i}").into_bytes()).collect();
+        db.prefetch([&b"short"[..], &long, b"missing", b""].into_iter().chain(many.iter().map(|k| &k[..])));
+        // Nothing changed: not the values, not the deadlines (an expired key is not removed by a prefetch).
+        assert_eq!(db.len(), 2);
+        assert_eq!(db.peek(&long).map(|e| e.data.type_name()), Some("string"));
+        assert!(db.get(b"short", 11).is_none());
+    }
+
+    #[test]
     fn watch_flags_fire_on_change_and_expiry() {
         let mut db = Db::new();
         let f = Arc::new(WatchFlag::default());
