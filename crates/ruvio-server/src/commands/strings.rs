@@ -366,8 +366,7 @@ fn incr_by(ctx: &mut Ctx, delta: i64) -> Value {
     let Some(next) = current.checked_add(delta) else {
         return Value::error("ERR increment or decrement would overflow");
     };
-    let text = itoa::Buffer::new().format(next).as_bytes().to_vec();
-    write_string(db, &args[1], CompactBytes::from_vec(text), now);
+    write_string(db, &args[1], CompactBytes::new(itoa::Buffer::new().format(next).as_bytes()), now);
     ctx.store().dirty += 1;
     Value::Integer(next)
 }

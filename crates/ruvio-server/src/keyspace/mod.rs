@@ -204,6 +204,9 @@ impl Db {
     /// Removes `key` if it is past its deadline; true if it did.
     fn expire_if_due(&mut self, key: &[u8], now: u64) -> bool {
         let (h, s) = self.find_index(key);
+        if self.segments[s].volatile == 0 {
+            return false; // nothing in this segment has a deadline: no need to look the key up
+        }
         if self.capture.is_some() {
             if !self.segments[s].table.find(h, |e| &*e.0 == key).is_some_and(|e| e.1.is_expired(now)) {
                 return false;
