@@ -278,8 +278,9 @@ async fn stale_release_answers_zero_and_the_lock_stays_with_its_new_holder() {
 async fn semaphore_never_exceeds_its_limit_under_concurrency_drops_and_expiry() {
     const LIMIT: usize = 3;
     let srv = start().await;
-    // Grants the test knows are still valid on the server: sent at `sent` with `ttl`, so the server's deadline is
-    // at least `sent + ttl`. At no moment may more than LIMIT of them be live.
+    // Grants the test knows are still valid on the server: sent at `sent` with `ttl`. The server counts whole
+    // milliseconds from the millisecond it executes the grant in, so its deadline is at least `sent + ttl - 1 ms`
+    // (docs/fencing.md, "Time"). At no moment may more than LIMIT of them be live.
     let live: Arc<parking_lot::Mutex<Vec<(i64, Instant)>>> = Arc::default();
     let granted = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
@@ -304,7 +305,7 @@ async fn semaphore_never_exceeds_its_limit_under_concurrency_drops_and_expiry() 
                     continue;
                 };
                 granted.fetch_add(1, Ordering::Relaxed);
-                let valid_until = sent + Duration::from_millis(ttl);
+                let valid_until = sent + Duration::from_millis(ttl - 1);
                 {
                     let mut l = live.lock();
                     let now = Instant::now();
