@@ -64,3 +64,10 @@ median() { tr -s ' \t' '\n\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {pr
 
 # cpu_ticks PID: user + system CPU time of a process so far, in clock ticks (getconf CLK_TCK per second).
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# lock_cycles_per_sec PORT MODE CLIENTS SECONDS: acquire+release cycles/s from the lock-cycle driver
+# (crates/ruvio-server/examples/lock_cycle.rs, path in LOCK_DRIVER; MODE ruvio or redis), random keys out of 10000.
+lock_cycles_per_sec() {
+  "$LOCK_DRIVER" --port "$1" --mode "$2" --clients "$3" --keys 10000 --seconds "$4" |
+    tr ' ' '\n' | awk -F= '$1 == "cycles_per_sec" {print $2}'
+}

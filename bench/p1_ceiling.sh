@@ -44,9 +44,6 @@ for t in set get incr mset; do
   row "$t" $(medians_of_rounds "rps $RUVIO_PORT $t" "rps $REDIS_PORT $t" "rps $NULL_PORT $t")
 done
 
-cycles() { # port mode
-  "$LOCK_DRIVER" --port "$1" --mode "$2" --clients 50 --keys 10000 --seconds 3 | tr ' ' '\n' |
-    awk -F= '$1 == "cycles_per_sec" {print $2}'
-}
-row lock $(medians_of_rounds "cycles $RUVIO_PORT ruvio" "cycles $REDIS_PORT redis" "cycles $NULL_PORT ruvio")
+row lock $(medians_of_rounds "lock_cycles_per_sec $RUVIO_PORT ruvio 50 3" "lock_cycles_per_sec $REDIS_PORT redis 50 3" \
+  "lock_cycles_per_sec $NULL_PORT ruvio 50 3")
 echo "(lock: acquire+release cycles/s, 3 s runs; the null server answers LEASE and RELEASE with :1 and stores nothing)"

@@ -24,10 +24,6 @@ bench_init
 set_rps() { # port clients requests
   redis-benchmark -p "$1" -t set -n "$3" -c "$2" -r 100000 -d 16 --csv 2>/dev/null | awk -F, 'NR>1 {gsub(/"/,""); print $2}'
 }
-lock_rps() { # port mode clients
-  "$LOCK_DRIVER" --port "$1" --mode "$2" --clients "$3" --keys 10000 --seconds "$LOCK_SECS" |
-    tr ' ' '\n' | awk -F= '$1 == "cycles_per_sec" {print $2}'
-}
 # Each figure is the median of REPEAT runs, ruvio and redis-server alternating, so a busy moment on a shared
 # machine hits both sides alike.
 REPEAT=${REPEAT:-3}
@@ -48,7 +44,7 @@ for fsync in always everysec; do
     [ "$fsync" = always ] && [ "$c" = 1 ] && n=$(( N / 20 ))
     read -r r s < <(pair "set_rps $RUVIO_PORT $c $n" "set_rps $REDIS_PORT $c $n")
     printf '%-10s %-15s %7s %12.0f %12.0f %7.2f\n' "$fsync" SET "$c" "$r" "$s" "$(echo "$r / $s" | bc -l)"
-    read -r r s < <(pair "lock_rps $RUVIO_PORT ruvio $c" "lock_rps $REDIS_PORT redis $c")
+    read -r r s < <(pair "lock_cycles_per_sec $RUVIO_PORT ruvio $c $LOCK_SECS" "lock_cycles_per_sec $REDIS_PORT redis $c $LOCK_SECS")
     printf '%-10s %-15s %7s %12.0f %12.0f %7.2f\n' "$fsync" acquire+release "$c" "$r" "$s" "$(echo "$r / $s" | bc -l)"
   done
   stop_servers

@@ -1,6 +1,6 @@
 //! A server that does no work: one thread, one epoll loop (level-triggered, like Redis's), Ruvio's request parser,
-//! and a canned reply per command (`+PONG` for PING, `+OK` for SET and MSET; `:1` for INCR, LEASE, RELEASE and EVALSHA, enough for
-//! the lock-cycle driver; a 3-byte bulk for anything else). Used by bench/p1_ceiling.sh to measure the most any
+//! and a canned reply per command (`+PONG` for PING, `+OK` for SET and MSET; `:1` for INCR, LEASE, RELEASE and
+//! EVALSHA, enough for the lock-cycle driver; a 3-byte bulk for anything else). Used by bench/p1_ceiling.sh to measure the most any
 //! server could serve with one request in flight per client on this machine, with the load generator on the same
 //! cores: a ceiling for the request path, not a competitor.
 //!

@@ -73,8 +73,19 @@ impl Server {
 
     /// A server with extra flags, such as `["--requirepass", "pw"]`.
     pub fn start_with(extra: &[&str]) -> Server {
+        Server::launch(extra.iter().map(|s| s.to_string()).collect(), false)
+    }
+
+    /// A redis-server (installed by scripts/test.sh; a missing one fails the test, it never skips it).
+    pub fn start_redis(extra: &[&str]) -> Server {
+        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        extra.extend(["--save", "", "--appendonly", "no"].map(String::from));
+        Server::launch(extra, true)
+    }
+
+    fn launch(extra: Vec<String>, redis: bool) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut server = Server { port: 0, extra: extra.iter().map(|s| s.to_string()).collect(), dir, child: None, redis: false };
+        let mut server = Server { port: 0, extra, dir, child: None, redis };
         // A port found free can be taken before the server binds it; try a few.
         for _ in 0..5 {
             server.port = free_port();
@@ -82,22 +93,7 @@ impl Server {
                 return server;
             }
         }
-        panic!("could not start ruvio");
-    }
-
-    /// A redis-server (installed by scripts/test.sh; a missing one fails the test, it never skips it).
-    pub fn start_redis(extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        extra.extend(["--save", "", "--appendonly", "no"].map(String::from));
-        let mut server = Server { port: 0, extra, dir, child: None, redis: true };
-        for _ in 0..5 {
-            server.port = free_port();
-            if server.spawn() {
-                return server;
-            }
-        }
-        panic!("could not start redis-server");
+        panic!("could not start {}", if redis { "redis-server" } else { "ruvio" });
     }
 
     fn spawn(&mut self) -> bool {
