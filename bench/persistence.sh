@@ -8,6 +8,8 @@
 # Prints ops/s for each and the ruvio/redis ratio.
 #
 # Usage: bench/persistence.sh [SET-requests-per-run] [lock-seconds]   (needs redis-server, redis-benchmark, redis-cli)
+#   REPEAT=N (runs per figure, default 3), POLICIES="always everysec", CLIENT_COUNTS="1 50" narrow or widen a run,
+#   e.g. REPEAT=9 POLICIES=always CLIENT_COUNTS=50 bench/persistence.sh 60000 3 for the issue's target alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-100000}
@@ -36,9 +38,9 @@ pair() { # command-for-ruvio command-for-redis -> "ruvio_median redis_median"
 echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}'); disk: $(df -P "$BENCH_WORK" | awk 'NR==2 {print $1}')"
 echo "figures: ops/s, median of $REPEAT alternating runs; acquire+release counts one acquire and one release as one op"
 printf '%-10s %-15s %7s %12s %12s %7s\n' fsync test clients ruvio_ops redis_ops ratio
-for fsync in always everysec; do
+for fsync in ${POLICIES:-always everysec}; do
   start_both $RUVIO_PORT $REDIS_PORT --appendonly yes --appendfsync "$fsync"
-  for c in 1 50; do
+  for c in ${CLIENT_COUNTS:-1 50}; do
     n=$N
     # One client under always is one fsync per write: keep that run short.
     [ "$fsync" = always ] && [ "$c" = 1 ] && n=$(( N / 20 ))
