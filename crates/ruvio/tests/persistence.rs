@@ -126,12 +126,23 @@ fn counter(c: &mut Conn, t: usize) -> i64 {
 
 #[test]
 fn kill9_under_load_with_always_loses_no_acknowledged_write() {
-    let dir = temp_dir("always");
+    kill9_always("1");
+}
+
+/// The same with two I/O workers: the writers' connections are spread over both, so groups are committed by
+/// either worker and one worker's group may cover the other's writes.
+#[test]
+fn kill9_under_load_with_always_and_two_io_threads_loses_no_acknowledged_write() {
+    kill9_always("2");
+}
+
+fn kill9_always(io_threads: &str) {
+    let dir = temp_dir(&format!("always-io{io_threads}"));
     let cycles = cycles();
     let mut history: Vec<Vec<Acked>> = Vec::new();
     let mut counters = vec![0i64; WRITERS];
     for cycle in 0..cycles {
-        let mut server = start(&dir, &["--appendfsync", "always"]);
+        let mut server = start(&dir, &["--appendfsync", "always", "--io-threads", io_threads]);
         let mut c = server.conn();
         // Everything acknowledged in the previous run is there; what was not acknowledged is at most one more write.
         if let Some(prev) = history.last() {
