@@ -197,7 +197,9 @@ impl Aof {
     /// leaves a task to run, and tokio then polls for I/O without sleeping): requests that arrived while the turn
     /// ran join this group instead of waiting out its fsync for the next one. That makes groups larger (about 31
     /// writes per fsync instead of 23 with 50 clients, docs/benchmarks.md). At most [`EXTRA_POLLS`] times in a row,
-    /// so clients that never stop writing cannot hold a group back.
+    /// so clients that never stop writing cannot hold a group back. (Polling without sleeping when a park
+    /// hook leaves work is what tokio 1.54, the workspace's minimum, does; a tokio without it would run the empty
+    /// task and come back here with nothing new, so the worker would just commit one park later.)
     pub fn before_park(&self) {
         thread_local! {
             /// `assigned` when this worker last came here, and how many extra polls it made since its last commit.
