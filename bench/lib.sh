@@ -65,6 +65,18 @@ median() { tr -s ' \t' '\n\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {pr
 # cpu_ticks PID: user + system CPU time of a process so far, in clock ticks (getconf CLK_TCK per second).
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# us_per_op TICKS_BEFORE TICKS_AFTER OPS: CPU microseconds per operation between two cpu_ticks readings.
+us_per_op() { echo "($2 - $1) * 1000000 / $(getconf CLK_TCK) / $3" | bc -l; }
+
+# cpu_seconds OUT CMD...: runs CMD with its stdout in the file OUT (stderr in OUT.err) and prints the CPU time it
+# took itself, user + system, in seconds: for a load generator, whose own cost can cap what it measures.
+cpu_seconds() {
+  local out=$1 t TIMEFORMAT='%U %S'
+  shift
+  t=$( { time "$@" >"$out" 2>"$out.err"; } 2>&1 )
+  echo "$t" | awk '{print $1 + $2}'
+}
+
 # lock_cycles_per_sec PORT MODE CLIENTS SECONDS: acquire+release cycles/s from the lock-cycle driver
 # (crates/ruvio-server/examples/lock_cycle.rs, path in LOCK_DRIVER; MODE ruvio or redis), random keys out of 10000.
 lock_cycles_per_sec() {

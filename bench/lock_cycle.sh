@@ -34,14 +34,14 @@ start_both $RUVIO_PORT $REDIS_PORT --appendonly no
 
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 run() { # port mode keys pid -> the driver's fields plus the server's and the driver's CPU time per cycle
-  local before after out driver TIMEFORMAT='%U %S'
+  local before after out driver cycles
   before=$(cpu_ticks "$4")
-  driver=$( { time "$DRIVER" --port "$1" --mode "$2" --clients "$CLIENTS" --keys "$3" --seconds "$DURATION" --ttl $TTL \
-    >"$BENCH_WORK/driver.out"; } 2>&1 )
+  driver=$(cpu_seconds "$BENCH_WORK/driver.out" "$DRIVER" --port "$1" --mode "$2" --clients "$CLIENTS" --keys "$3" \
+    --seconds "$DURATION" --ttl $TTL)
   after=$(cpu_ticks "$4")
   out=$(cat "$BENCH_WORK/driver.out")
-  echo "$out cpu_us=$(echo "($after - $before) * 1000000 / $(getconf CLK_TCK) / $(field "$out" cycles)" | bc -l)" \
-    "driver_us=$(echo "$driver" | awk -v n="$(field "$out" cycles)" '{printf "%.2f", ($1 + $2) * 1e6 / n}')"
+  cycles=$(field "$out" cycles)
+  echo "$out cpu_us=$(us_per_op "$before" "$after" "$cycles") driver_us=$(echo "$driver * 1000000 / $cycles" | bc -l)"
 }
 
 # Runs alternate between the servers, ROUNDS times, and each figure is the median of its rounds: on a shared

@@ -28,9 +28,9 @@ BENCH_PIDS+=($!)
 wait_ready $NULL_PORT
 
 rps() { # port test; appends the client's CPU µs per request to $BENCH_WORK/client-PORT-TEST
-  local out cpu TIMEFORMAT='%U %S'
-  cpu=$( { time redis-benchmark -p "$1" -t "$2" -n "$N" -c 50 -P 1 -r 100000 -d 3 --csv >"$BENCH_WORK/out" 2>/dev/null; } 2>&1 )
-  echo "$cpu" | awk -v n="$N" '{printf "%.2f ", ($1 + $2) * 1e6 / n}' >>"$BENCH_WORK/client-$1-$2"
+  local secs
+  secs=$(cpu_seconds "$BENCH_WORK/out" redis-benchmark -p "$1" -t "$2" -n "$N" -c 50 -P 1 -r 100000 -d 3 --csv)
+  printf '%.2f ' "$(echo "$secs * 1000000 / $N" | bc -l)" >>"$BENCH_WORK/client-$1-$2"
   awk -F, 'NR>1 {gsub(/"/,""); print $2}' "$BENCH_WORK/out"
 }
 # medians_of_rounds "command for ruvio" "for redis" "for null": ROUNDS alternating runs -> "ruvio redis null" medians.

@@ -27,7 +27,7 @@ bench() { # port pid pipeline -> CSV lines "test,rps,server-cpu-us-per-request",
     redis-benchmark -p "$1" -t $t -n "$N" -c $CLIENTS -P "$3" -r $KEYSPACE -d $VALUE --csv 2>/dev/null |
       awk -F, 'NR>1 {gsub(/"/,""); printf "%s,%s", $1, $2}'
     after=$(cpu_ticks "$2")
-    echo ",$(echo "($after - $before) * 1000000 / $(getconf CLK_TCK) / $N" | bc -l)"
+    echo ",$(us_per_op "$before" "$after" "$N")"
   done
 }
 

@@ -233,33 +233,29 @@ impl Db {
     /// guess (another key with the same 7-bit tag) costs a useless prefetch, nothing else.
     pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
         const MAX: usize = 128;
-        let mut hashes = [(0u64, 0usize); MAX];
-        let mut n = 0;
+        let mut slots: [Option<&(CompactBytes, Entry)>; MAX] = [None; MAX];
         // Stage 1: each probe reads only its control bytes (the tag match is accepted without looking at the
         // slot), so nothing depends on an earlier miss; the slot itself is prefetched.
-        for key in keys.take(MAX) {
+        for (key, found) in keys.zip(slots.iter_mut()) {
             let (h, s) = self.find_index(key);
-            hashes[n] = (h, s);
-            n += 1;
-            if let Some(slot) = self.segments[s].table.find(h, |_| true) {
+            *found = self.segments[s].table.find(h, |_| true);
+            if let Some(slot) = *found {
                 prefetch(slot as *const (CompactBytes, Entry) as *const u8);
             }
         }
         // Stage 2: the slots have arrived (or are on their way); prefetch what they point to.
-        for &(h, s) in &hashes[..n] {
-            if let Some((k, e)) = self.segments[s].table.find(h, |_| true) {
-                if let Some(p) = k.heap_ptr() {
-                    prefetch(p);
-                }
-                match &e.data {
-                    Data::Str(v) => {
-                        if let Some(p) = v.heap_ptr() {
-                            prefetch(p)
-                        }
+        for &(k, e) in slots.iter().flatten() {
+            if let Some(p) = k.heap_ptr() {
+                prefetch(p);
+            }
+            match &e.data {
+                Data::Str(v) => {
+                    if let Some(p) = v.heap_ptr() {
+                        prefetch(p)
                     }
-                    Data::Lease(l) => prefetch(&**l as *const Lease as *const u8),
-                    Data::Semaphore(sem) => prefetch(&**sem as *const Semaphore as *const u8),
                 }
+                Data::Lease(l) => prefetch(&**l as *const Lease as *const u8),
+                Data::Semaphore(sem) => prefetch(&**sem as *const Semaphore as *const u8),
             }
         }
     }

@@ -270,8 +270,9 @@ impl<'s> Replay<'s> {
             self.client.multi.as_mut().expect("checked").push(args.clone());
             ruvio_protocol::Value::simple("QUEUED")
         } else {
-            let mut ctx = Ctx::new(crate::clock::mono_ms(), shared, &mut self.client, &args, spec, &mut self.guard, false);
-            ctx.now = crate::clock::wall_to_mono(rec.wall_ms);
+            // The command runs at the moment it was logged, so its relative times land where they did then.
+            let now = crate::clock::wall_to_mono(rec.wall_ms);
+            let mut ctx = Ctx::new(now, shared, &mut self.client, &args, spec, &mut self.guard, false);
             let reply = crate::commands::call(&mut ctx);
             ctx.block = None;
             reply
