@@ -58,3 +58,89 @@ def test_command_getkeys_knows_the_lock_commands(server):
         c.expect(b"*1\r\n$2\r\nlk\r\n")
         c.send(encode("COMMAND", "LIST", "FILTERBY", "ACLCAT", "lock"))
         assert {b"lease", b"renew", b"release", b"semaphore", b"ifgt"} <= set(c.read_reply())
+
+
+# ---- issue 11 regressions that only ruvio has (see test_hardening.py for the rest) ----------------------
+
+def _info_fields(c, section):
+    text = c.call("INFO", section).decode()
+    return dict(l.split(":", 1) for l in text.split("\r\n") if ":" in l)
+
+
+def test_deleted_and_flushed_locks_leave_no_timer_entries(server):
+    with server.raw() as c:
+        for i in range(2000):
+            assert isinstance(c.call("LEASE", f"l{i % 7}", "600000"), int)
+            assert c.call("DEL", f"l{i % 7}") == 1
+        # 2000 deleted leases must leave no entry behind (they stayed for their whole 10 minutes).
+        assert _info_fields(c, "locks")["lock_timers"] == "0"
+        for i in range(50):
+            c.call("SEMAPHORE", "s", "100", "600000")
+        c.call("LEASE", "other", "600000")
+        assert int(_info_fields(c, "locks")["lock_timers"]) >= 2
+        assert c.call("DEL", "s") == 1
+        assert _info_fields(c, "locks")["lock_timers"] == "1"
+        c.call("FLUSHALL")
+        assert _info_fields(c, "locks")["lock_timers"] == "0"
+
+
+def test_info_lock_counts_follow_every_change(server):
+    with server.raw() as c:
+        def counts():
+            f = _info_fields(c, "locks")
+            return int(f["lock_lease_keys"]), int(f["lock_semaphore_keys"]), int(f["lock_holders"])
+        t1 = c.call("LEASE", "a", "600000")
+        c.call("LEASE", "b", "100")
+        sem = [c.call("SEMAPHORE", "s", "5", "600000") for _ in range(3)]
+        c.call("SEMAPHORE", "s", "5", "100")
+        assert counts() == (2, 1, 6)
+        assert c.call("RELEASE", "s", str(sem[0])) == 1
+        assert counts() == (2, 1, 5)
+        c.call("SELECT", "1")
+        c.call("LEASE", "a", "600000")
+        assert counts() == (3, 1, 6)
+        c.call("SWAPDB", "0", "1")
+        assert counts() == (3, 1, 6)
+        c.call("FLUSHDB")  # db 1 now holds what db 0 held
+        assert counts() == (1, 0, 1)
+        c.call("SELECT", "0")
+        assert c.call("DEL", "a") == 1
+        assert counts() == (0, 0, 0)
+        assert isinstance(t1, int)
+
+
+def test_incrbyfloat_prints_at_most_17_significant_digits(server):
+    with server.raw() as c:
+        c.call("SET", "f", "1e300")
+        assert c.call("INCRBYFLOAT", "f", "1") == b"1" + b"0" * 300
+        c.call("SET", "g", "1.7976931348623157e308")
+        assert c.call("INCRBYFLOAT", "g", "0") == b"17976931348623157" + b"0" * 292
+
+
+def test_an_idle_connection_costs_little_memory(server):
+    import socket
+    pid = server.pid
+
+    def rss():
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * 4096
+
+    def open_many(n):
+        socks = []
+        for _ in range(n):
+            s = socket.create_connection(("127.0.0.1", server.port))
+            s.sendall(b"*1\r\n$4\r\nPING\r\n")
+            assert s.recv(16) == b"+PONG\r\n"
+            socks.append(s)
+        return socks
+
+    warm = open_many(300)  # grows the server's client tables once
+    for s in warm:
+        s.close()
+    before = rss()
+    socks = open_many(1500)
+    per_conn = (rss() - before) / len(socks)
+    for s in socks:
+        s.close()
+    # Both 16 KB buffers allocated up front cost about 11 KB per idle connection; lazily, about 4 KB.
+    assert per_conn < 8 * 1024, per_conn

@@ -8,6 +8,21 @@ fn put_len(buf: &mut BytesMut, prefix: u8, len: usize) {
     buf.put_slice(b"\r\n");
 }
 
+/// Appends a one-line reply (`+`, `-`, `(`). Such a line ends at the first CR or LF, so one inside the text would
+/// end it early and let the rest be read as a reply of its own (reply injection through an echoed argument). As
+/// Redis does, every CR and LF becomes a space: no caller can put a line break into the stream.
+fn put_line(buf: &mut BytesMut, prefix: u8, text: &[u8]) {
+    buf.put_u8(prefix);
+    let mut rest = text;
+    while let Some(at) = rest.iter().position(|&c| c == b'\r' || c == b'\n') {
+        buf.put_slice(&rest[..at]);
+        buf.put_u8(b' ');
+        rest = &rest[at + 1..];
+    }
+    buf.put_slice(rest);
+    buf.put_slice(b"\r\n");
+}
+
 fn put_bulk(buf: &mut BytesMut, data: &[u8]) {
     put_len(buf, b'$', data.len());
     buf.put_slice(data);
@@ -31,16 +46,8 @@ pub(crate) fn format_double(d: f64) -> String {
 pub fn encode(value: &Value, proto: Protocol, buf: &mut BytesMut) {
     let resp3 = proto == Protocol::Resp3;
     match value {
-        Value::Simple(s) => {
-            buf.put_u8(b'+');
-            buf.put_slice(s);
-            buf.put_slice(b"\r\n");
-        }
-        Value::Error(e) => {
-            buf.put_u8(b'-');
-            buf.put_slice(e);
-            buf.put_slice(b"\r\n");
-        }
+        Value::Simple(s) => put_line(buf, b'+', s),
+        Value::Error(e) => put_line(buf, b'-', e),
         Value::Integer(i) => {
             buf.put_u8(b':');
             buf.put_slice(itoa::Buffer::new().format(*i).as_bytes());
@@ -115,9 +122,7 @@ pub fn encode(value: &Value, proto: Protocol, buf: &mut BytesMut) {
         }
         Value::BigNumber(n) => {
             if resp3 {
-                buf.put_u8(b'(');
-                buf.put_slice(n);
-                buf.put_slice(b"\r\n");
+                put_line(buf, b'(', n);
             } else {
                 put_bulk(buf, n);
             }
@@ -158,6 +163,19 @@ mod tests {
         let v = Value::Verbatim { format: *b"txt", text: Bytes::from_static(b"hi") };
         assert_eq!(enc(&v, Protocol::Resp3), b"=6\r\ntxt:hi\r\n");
         assert_eq!(enc(&v, Protocol::Resp2), b"$2\r\nhi\r\n");
+    }
+
+    #[test]
+    fn one_line_replies_never_carry_a_line_break() {
+        let forged = Bytes::from_static(b"ERR unknown command 'hi'\r\n$10\r\nuser=admin\r\n'");
+        for p in [Protocol::Resp2, Protocol::Resp3] {
+            assert_eq!(
+                enc(&Value::Error(forged.clone()), p),
+                b"-ERR unknown command 'hi'  $10  user=admin  '\r\n"
+            );
+            assert_eq!(enc(&Value::Simple(Bytes::from_static(b"a\nb\rc")), p), b"+a b c\r\n");
+        }
+        assert_eq!(enc(&Value::BigNumber(Bytes::from_static(b"1\r\n2")), Protocol::Resp3), b"(1  2\r\n");
     }
 
     #[test]

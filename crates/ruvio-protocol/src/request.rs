@@ -196,7 +196,8 @@ impl RequestParser {
                 }
                 let arg = buf.split_to(len).freeze();
                 buf.advance(2);
-                self.partial_bytes += len;
+                // Each argument also costs its handle, so a flood of empty arguments counts against the limit too.
+                self.partial_bytes += len + std::mem::size_of::<Bytes>();
                 args.push(arg);
                 *bulk_len = None;
                 *remaining -= 1;

@@ -29,6 +29,14 @@ pub fn wall_us() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
 }
 
+/// The Unix-ms instant a TTL argument names (`amount` in s or ms, counted from `wall_now` or absolute), or None
+/// when Redis would answer "invalid expire time": the unit conversion or the addition to now overflows 64 bits. Every
+/// command that takes a TTL checks it here, so no deadline can wrap to a negative time in the log or in EXPIRETIME.
+pub fn ttl_to_wall(amount: i64, millis: bool, absolute: bool, wall_now: i64) -> Option<i64> {
+    let ms = if millis { amount } else { amount.checked_mul(1000)? };
+    if absolute { Some(ms) } else { wall_now.checked_add(ms) }
+}
+
 /// Converts an absolute wall-clock time (Unix ms) to the monotonic clock. Times already past map to the past (and
 /// so count as expired), keeping their order, down to about 35 years back; older ones map to 1.
 pub fn wall_to_mono(wall_deadline_ms: i64) -> u64 {

@@ -142,6 +142,39 @@ pub struct Param {
     pub mutable: bool,
 }
 
+/// The largest proto-max-bulk-len: a key and its value, each at most this long, must fit one log record (whose
+/// length field is 32 bits), so nothing acknowledged can be too large to reload (see persistence::format).
+pub const MAX_PROTO_MAX_BULK_LEN: u64 = 2047 * 1024 * 1024;
+
+/// An integer within Redis's bounds for the parameter, with Redis's texts.
+fn num_between(v: &str, lo: i64, hi: i64) -> Result<i64, String> {
+    let n: i64 = num(v)?;
+    if n < lo || n > hi {
+        return Err(format!("argument must be between {lo} and {hi} inclusive"));
+    }
+    Ok(n)
+}
+
+/// A memory value within bounds (Redis words the bound the same way as for integers).
+fn mem_between(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    let n = mem(v)?;
+    if n < lo || n > hi {
+        return Err(format!("argument must be between {lo} and {hi} inclusive"));
+    }
+    Ok(n)
+}
+
+/// `save`: pairs of "seconds changes", seconds at least 1 and changes at least 0, or empty (Redis's rule).
+fn save_points(v: &str) -> Result<String, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    let valid = words.len() % 2 == 0
+        && words.chunks(2).all(|p| p[0].parse::<i64>().is_ok_and(|s| s >= 1) && p[1].parse::<i64>().is_ok_and(|c| c >= 0));
+    if !valid {
+        return Err("Invalid save parameters".into());
+    }
+    Ok(words.join(" "))
+}
+
 fn num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
     v.trim().parse().map_err(|_| format!("argument couldn't be parsed into an integer"))
 }
@@ -179,24 +212,24 @@ fn set_output_limits(c: &mut Config, v: &str) -> Result<(), String> {
 /// Every parameter Ruvio knows.
 pub static PARAMS: &[Param] = &[
     Param { name: "bind", get: |c| c.bind.join(" "), set: |c, v| { c.bind = v.split_whitespace().map(String::from).collect(); Ok(()) }, mutable: false },
-    Param { name: "port", get: |c| c.port.to_string(), set: |c, v| { c.port = num(v)?; Ok(()) }, mutable: false },
+    Param { name: "port", get: |c| c.port.to_string(), set: |c, v| { c.port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
     Param { name: "dir", get: |c| c.dir.display().to_string(), set: |c, v| { c.dir = PathBuf::from(v); Ok(()) }, mutable: false },
     Param { name: "requirepass", get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| { c.requirepass = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
     Param { name: "databases", get: |c| c.databases.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 1024 { return Err("argument must be between 1 and 1024".into()) } c.databases = n; Ok(()) }, mutable: false },
     Param { name: "maxclients", get: |c| c.maxclients.to_string(), set: |c, v| { c.maxclients = num(v)?; Ok(()) }, mutable: true },
-    Param { name: "timeout", get: |c| c.timeout.to_string(), set: |c, v| { c.timeout = num(v)?; Ok(()) }, mutable: true },
-    Param { name: "tcp-keepalive", get: |c| c.tcp_keepalive.to_string(), set: |c, v| { c.tcp_keepalive = num(v)?; Ok(()) }, mutable: true },
-    Param { name: "proto-max-bulk-len", get: |c| c.proto_max_bulk_len.to_string(), set: |c, v| { let n = mem(v)?; if n < 1024 * 1024 { return Err("argument must be a memory value bigger than 1mb".into()) } c.proto_max_bulk_len = n; Ok(()) }, mutable: true },
-    Param { name: "client-query-buffer-limit", get: |c| c.client_query_buffer_limit.to_string(), set: |c, v| { let n = mem(v)?; if n < 1024 * 1024 { return Err("argument must be a memory value bigger than 1mb".into()) } c.client_query_buffer_limit = n; Ok(()) }, mutable: true },
+    Param { name: "timeout", get: |c| c.timeout.to_string(), set: |c, v| { c.timeout = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
+    Param { name: "tcp-keepalive", get: |c| c.tcp_keepalive.to_string(), set: |c, v| { c.tcp_keepalive = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
+    Param { name: "proto-max-bulk-len", get: |c| c.proto_max_bulk_len.to_string(), set: |c, v| { c.proto_max_bulk_len = mem_between(v, 1024 * 1024, MAX_PROTO_MAX_BULK_LEN)?; Ok(()) }, mutable: true },
+    Param { name: "client-query-buffer-limit", get: |c| c.client_query_buffer_limit.to_string(), set: |c, v| { c.client_query_buffer_limit = mem_between(v, 1024 * 1024, i64::MAX as u64)?; Ok(()) }, mutable: true },
     Param { name: "protected-mode", get: |c| yes_no(c.protected_mode), set: |c, v| { c.protected_mode = boolean(v)?; Ok(()) }, mutable: true },
     Param { name: "loglevel", get: |c| c.loglevel.clone(), set: |c, v| { let l = v.to_ascii_lowercase(); if !["debug", "verbose", "notice", "warning", "nothing"].contains(&l.as_str()) { return Err("argument must be one of debug, verbose, notice, warning, nothing".into()) } c.loglevel = l; Ok(()) }, mutable: true },
     Param { name: "appendonly", get: |c| yes_no(c.appendonly), set: |c, v| { c.appendonly = boolean(v)?; Ok(()) }, mutable: false },
     Param { name: "appendfsync", get: |c| match c.appendfsync { AppendFsync::Always => "always", AppendFsync::EverySec => "everysec", AppendFsync::No => "no" }.into(), set: |c, v| { c.appendfsync = match v.to_ascii_lowercase().as_str() { "always" => AppendFsync::Always, "everysec" => AppendFsync::EverySec, "no" => AppendFsync::No, _ => return Err("argument must be one of always, everysec, no".into()) }; Ok(()) }, mutable: true },
     Param { name: "appendfilename", get: |c| c.appendfilename.clone(), set: |c, v| { c.appendfilename = v.to_string(); Ok(()) }, mutable: false },
-    Param { name: "auto-aof-rewrite-percentage", get: |c| c.auto_aof_rewrite_percentage.to_string(), set: |c, v| { c.auto_aof_rewrite_percentage = num(v)?; Ok(()) }, mutable: true },
+    Param { name: "auto-aof-rewrite-percentage", get: |c| c.auto_aof_rewrite_percentage.to_string(), set: |c, v| { c.auto_aof_rewrite_percentage = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "auto-aof-rewrite-min-size", get: |c| c.auto_aof_rewrite_min_size.to_string(), set: |c, v| { c.auto_aof_rewrite_min_size = mem(v)?; Ok(()) }, mutable: true },
     Param { name: "aof-load-truncated", get: |c| yes_no(c.aof_load_truncated), set: |c, v| { c.aof_load_truncated = boolean(v)?; Ok(()) }, mutable: true },
-    Param { name: "save", get: |c| c.save.clone(), set: |c, v| { c.save = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "save", get: |c| c.save.clone(), set: |c, v| { c.save = save_points(v)?; Ok(()) }, mutable: true },
     Param { name: "client-output-buffer-limit", get: format_output_limits, set: set_output_limits, mutable: true },
     Param { name: "io-threads", get: |c| c.io_threads.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 128 { return Err("argument must be between 1 and 128".into()) } c.io_threads = n; Ok(()) }, mutable: false },
     Param { name: "hz", get: |c| c.hz.to_string(), set: |c, v| { let n: u64 = num(v)?; c.hz = n.clamp(1, 500); Ok(()) }, mutable: true },

@@ -71,6 +71,7 @@ impl Store {
                 self.dbs[d].iter().filter(|(_, e)| e.data.is_lock()).map(|(k, _)| k.clone()).collect();
             self.dbs[d].clear();
             self.locks.fences_mut(d).clear();
+            self.locks.disarm_db(d);
             for k in lock_keys {
                 crate::locks::engine::on_lock_gone(self, d, &k, now);
             }

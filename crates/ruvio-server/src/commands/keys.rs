@@ -13,7 +13,7 @@ use crate::clock;
 use crate::context::Ctx;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Entry;
-use crate::locks::engine::on_lock_gone;
+use crate::locks::engine::on_lock_removed;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
@@ -56,9 +56,7 @@ fn del(ctx: &mut Ctx) -> Value {
     for k in &args[1..] {
         if let Some(e) = store.dbs[db].remove(k, now) {
             n += 1;
-            if e.data.is_lock() {
-                on_lock_gone(store, db, k, now);
-            }
+            on_lock_removed(store, db, k, &e, now);
         }
     }
     store.dirty += n as u64;
@@ -310,10 +308,9 @@ fn expire_generic(ctx: &mut Ctx, millis: bool, absolute: bool) -> Value {
         return Value::error("ERR GT and LT options at the same time are not compatible");
     }
     let invalid = || Value::error(format!("ERR invalid expire time in '{name}' command"));
-    let ms = if millis { Some(amount) } else { amount.checked_mul(1000) };
-    let Some(ms) = ms else { return invalid() };
     let wall_now = clock::wall_ms();
-    let Some(wall) = (if absolute { Some(ms) } else { wall_now.checked_add(ms) }) else { return invalid() };
+    let Some(wall) = clock::ttl_to_wall(amount, millis, absolute, wall_now) else { return invalid() };
+    let ms = if millis { amount } else { amount * 1000 };
     let db = ctx.db();
     let Some(entry) = db.get(&args[1], now) else { return Value::Integer(0) };
     if entry.data.is_lock() {

@@ -76,12 +76,18 @@ fn config_set(ctx: &mut Ctx) -> Value {
     }
     // All or nothing: validate every pair on a copy, then swap it in.
     let mut next = ctx.shared.config.read().clone();
+    let mut seen: Vec<&'static str> = Vec::new();
     for pair in args[2..].chunks(2) {
         let name = String::from_utf8_lossy(&pair[0]).into_owned();
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
         let Some(param) = find_param(&name) else {
             return Value::error(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
         };
+        // A parameter named twice (or by its old and new name) is refused, as in Redis 7.
+        if seen.contains(&param.name) {
+            return Value::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+        }
+        seen.push(param.name);
         if !param.mutable {
             return Value::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
         }

@@ -79,21 +79,23 @@ fn get(ctx: &mut Ctx) -> Value {
     reply(read_str(ctx.db(), &args[1], now).map(|v| v.map_or(Value::Nil, bulk)))
 }
 
-/// A deadline given as an amount and unit: returns (monotonic deadline, wall-clock ms) or Redis's error.
+/// A deadline given as an amount and unit (SET's EX/PX/EXAT/PXAT, SETEX, PSETEX, GETEX): returns (monotonic
+/// deadline, wall-clock ms) or Redis's error. As in Redis, the amount must be positive and now + amount must not
+/// overflow ([`clock::ttl_to_wall`]).
 pub fn deadline(now: u64, amount: i64, millis: bool, absolute: bool, cmd: &str) -> Result<(u64, i64), Value> {
     let invalid = || Value::error(format!("ERR invalid expire time in '{cmd}' command"));
-    if amount <= 0 && !absolute || amount < 0 {
+    if amount <= 0 {
         return Err(invalid());
     }
-    let ms = if millis { amount } else { amount.checked_mul(1000).ok_or_else(invalid)? };
+    let wall = clock::ttl_to_wall(amount, millis, absolute, clock::wall_ms()).ok_or_else(invalid)?;
     if absolute {
-        if ms <= 0 {
-            return Err(invalid());
-        }
-        Ok((clock::wall_to_mono(ms), ms))
+        Ok((clock::wall_to_mono(wall), wall))
     } else {
+        // Counted on the monotonic clock from the command's instant; logged as the wall-clock form of that same
+        // deadline, so a replay lands on the same instant.
+        // The check above proved amount in ms fits, and with it every sum below (see clock's origin).
+        let ms = if millis { amount } else { amount * 1000 };
         let mono = now.saturating_add(ms as u64);
-        // Logged as the wall-clock form of the same deadline, so a replay lands on the same instant.
         Ok((mono, clock::mono_to_wall(mono)))
     }
 }
@@ -396,14 +398,23 @@ fn decrby(ctx: &mut Ctx) -> Value {
 
 /// Formats a float as INCRBYFLOAT does: up to 17 significant digits, no exponent, no trailing zeros.
 fn format_float(v: f64) -> String {
-    if v == v.trunc() && v.abs() < 1e17 {
-        return format!("{}", v as i64);
-    }
-    let s = format!("{:.17}", v);
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    // Round-trip to the shortest exact form when it is shorter.
-    let short = format!("{}", v);
-    if !short.contains('e') && short.len() < s.len() { short } else { s.to_string() }
+    // The shortest digits that read back as `v` (at most 17 significant), written out without an exponent as
+    // Redis does: 1e300 + 1 is a 1 and 300 zeros, not the 301 digits of the binary value's exact expansion.
+    let sci = format!("{v:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("LowerExp always writes an exponent");
+    let exp: i64 = exp.parse().expect("LowerExp writes a decimal exponent");
+    let (sign, mantissa) = mantissa.strip_prefix('-').map_or(("", mantissa), |m| ("-", m));
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    // The decimal point sits after `point` digits (negative: that many zeros precede the digits).
+    let point = exp + 1;
+    let text = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat(-point as usize))
+    } else if point as usize >= digits.len() {
+        format!("{digits}{}", "0".repeat(point as usize - digits.len()))
+    } else {
+        format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
+    };
+    format!("{sign}{text}")
 }
 
 /// `a + b` computed in decimal when both fit in 28 significant digits. Redis adds in `long double`, so
@@ -450,19 +461,23 @@ fn incrbyfloat(ctx: &mut Ctx) -> Value {
 fn append(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
     let db = ctx.db();
-    let mut value = match read_str(db, &args[1], now) {
-        Ok(Some(s)) => s.to_vec(),
-        Ok(None) => Vec::new(),
+    let len = match read_str(db, &args[1], now) {
+        Ok(Some(s)) => s.len(),
+        Ok(None) => 0,
         Err(e) => return e,
     };
-    if value.len() + args[2].len() > MAX_STRING {
+    if len + args[2].len() > MAX_STRING {
         return Value::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     }
-    value.extend_from_slice(&args[2]);
-    let len = value.len() as i64;
-    write_string(db, &args[1], CompactBytes::from_vec(value), now);
+    // In place: the cost is the appended bytes, not the whole value (a 64 MB string must not be copied per call).
+    match db.get_mut(&args[1], now) {
+        Some(Data::Str(s)) => s.append(&args[2]),
+        _ => {
+            db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(&args[2]))));
+        }
+    }
     ctx.store().dirty += 1;
-    Value::Integer(len)
+    Value::Integer((len + args[2].len()) as i64)
 }
 
 fn strlen(ctx: &mut Ctx) -> Value {
@@ -503,25 +518,27 @@ fn setrange(ctx: &mut Ctx) -> Value {
     };
     let patch = &args[3];
     let db = ctx.db();
-    let mut value = match read_str(db, &args[1], now) {
-        Ok(Some(s)) => s.to_vec(),
-        Ok(None) => Vec::new(),
+    let len = match read_str(db, &args[1], now) {
+        Ok(Some(s)) => s.len(),
+        Ok(None) => 0,
         Err(e) => return e,
     };
     if patch.is_empty() {
-        return Value::Integer(value.len() as i64);
+        return Value::Integer(len as i64);
     }
     if offset.saturating_add(patch.len()) > MAX_STRING {
         return Value::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
     }
-    if value.len() < offset + patch.len() {
-        value.resize(offset + patch.len(), 0);
+    match db.get_mut(&args[1], now) {
+        Some(Data::Str(s)) => s.set_range(offset, patch),
+        _ => {
+            let mut value = CompactBytes::new(&[]);
+            value.set_range(offset, patch);
+            db.insert(&args[1], Entry::new(Data::Str(value)));
+        }
     }
-    value[offset..offset + patch.len()].copy_from_slice(patch);
-    let len = value.len() as i64;
-    write_string(db, &args[1], CompactBytes::from_vec(value), now);
     ctx.store().dirty += 1;
-    Value::Integer(len)
+    Value::Integer(len.max(offset + patch.len()) as i64)
 }
 
 #[cfg(test)]
@@ -536,5 +553,18 @@ mod tests {
         assert_eq!(decimal_sum(b"5.0e3", b"2.0e2").as_deref(), Some("5200"));
         assert_eq!(decimal_sum(b"-1.5", b"1.5").as_deref(), Some("0"));
         assert_eq!(decimal_sum(b"1e300", b"1"), None);
+    }
+
+    #[test]
+    fn floats_print_at_most_17_significant_digits_without_exponent() {
+        use super::format_float;
+        assert_eq!(format_float(1e300 + 1.0), format!("1{}", "0".repeat(300)));
+        assert_eq!(format_float(f64::MAX), format!("17976931348623157{}", "0".repeat(292)));
+        assert_eq!(format_float(0.1 + 0.2), "0.30000000000000004");
+        assert_eq!(format_float(1.5e-10), "0.00000000015");
+        assert_eq!(format_float(-2.5), "-2.5");
+        assert_eq!(format_float(3000.0), "3000");
+        assert_eq!(format_float(0.0), "0");
+        assert_eq!(format_float(123456789.12345679), "123456789.12345679");
     }
 }

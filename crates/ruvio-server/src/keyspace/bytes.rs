@@ -63,12 +63,19 @@ impl Clone for ThinBytes {
     }
 }
 
-/// Up to 14 bytes inline, longer on the heap behind a thin pointer; 16 bytes either way.
+/// Up to 14 bytes inline, longer on the heap behind a thin pointer; 16 bytes either way. A string that APPEND or
+/// SETRANGE changes becomes `Growing`: a vector with spare room, so repeated appends cost what they add instead of
+/// a copy of the whole value each time (Redis's SDS does the same).
 #[derive(Clone)]
 pub enum CompactBytes {
     Inline { len: u8, data: [u8; INLINE] },
     Heap(ThinBytes),
+    Growing(Box<Vec<u8>>),
 }
+
+/// Up to this size a growing string doubles its room; beyond it, it grows by this much at a time (as Redis's
+/// SDS_MAX_PREALLOC), so a large value never reserves as much again as it holds.
+const MAX_PREALLOC: usize = 1024 * 1024;
 
 impl CompactBytes {
     pub fn new(b: &[u8]) -> Self {
@@ -89,7 +96,45 @@ impl CompactBytes {
         match self {
             CompactBytes::Inline { len, data } => &data[..*len as usize],
             CompactBytes::Heap(b) => b.as_slice(),
+            CompactBytes::Growing(v) => v,
         }
+    }
+
+    /// The bytes as a growable vector, converting (one copy) the first time.
+    fn growing(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, CompactBytes::Growing(_)) {
+            *self = CompactBytes::Growing(Box::new(self.as_slice().to_vec()));
+        }
+        match self {
+            CompactBytes::Growing(v) => v,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Makes room for a length of `needed`, amortised: doubling while small, then [`MAX_PREALLOC`] at a time.
+    fn reserve_for(v: &mut Vec<u8>, needed: usize) {
+        if needed > v.capacity() {
+            let room = if needed < MAX_PREALLOC { needed * 2 } else { needed + MAX_PREALLOC };
+            v.reserve_exact(room - v.len());
+        }
+    }
+
+    /// APPEND: adds `extra` at the end, in place.
+    pub fn append(&mut self, extra: &[u8]) {
+        let v = self.growing();
+        Self::reserve_for(v, v.len() + extra.len());
+        v.extend_from_slice(extra);
+    }
+
+    /// SETRANGE: writes `patch` at `offset`, padding with zero bytes when the string is shorter, in place.
+    pub fn set_range(&mut self, offset: usize, patch: &[u8]) {
+        let v = self.growing();
+        let end = offset + patch.len();
+        if v.len() < end {
+            Self::reserve_for(v, end);
+            v.resize(end, 0);
+        }
+        v[offset..end].copy_from_slice(patch);
     }
 
     pub fn len(&self) -> usize {
@@ -105,6 +150,7 @@ impl CompactBytes {
         match self {
             CompactBytes::Inline { .. } => None,
             CompactBytes::Heap(b) => Some(b.ptr.as_ptr()),
+            CompactBytes::Growing(v) => Some(v.as_ptr()),
         }
     }
 
@@ -113,6 +159,7 @@ impl CompactBytes {
         match self {
             CompactBytes::Inline { .. } => 0,
             CompactBytes::Heap(b) => HEADER + b.as_slice().len(),
+            CompactBytes::Growing(v) => std::mem::size_of::<Vec<u8>>() + v.capacity(),
         }
     }
 }
@@ -179,5 +226,30 @@ mod tests {
         assert_eq!(&*copy, &[7u8; 100][..]);
         assert_eq!(&*CompactBytes::new(b""), b"");
         assert_eq!(&*CompactBytes::new(&[1u8; 15]), &[1u8; 15][..]);
+    }
+
+    #[test]
+    fn append_and_set_range_grow_in_place_with_amortised_room() {
+        let mut s = CompactBytes::new(b"abc");
+        s.append(b"def");
+        assert_eq!(&*s, b"abcdef");
+        s.set_range(8, b"xy");
+        assert_eq!(&*s, b"abcdef\0\0xy");
+        s.set_range(1, b"B");
+        assert_eq!(&*s, b"aBcdef\0\0xy");
+        // A million one-byte appends reallocate only a few dozen times.
+        let mut big = CompactBytes::new(&[]);
+        let mut moves = 0;
+        let mut last = None;
+        for _ in 0..1_000_000 {
+            big.append(b"z");
+            if big.heap_ptr() != last {
+                moves += 1;
+                last = big.heap_ptr();
+            }
+        }
+        assert_eq!(big.len(), 1_000_000);
+        assert!(moves < 40, "{moves} reallocations");
+        assert_eq!(big.clone().as_slice(), big.as_slice());
     }
 }

@@ -99,10 +99,49 @@ struct Capture {
     broken: bool,
 }
 
+/// How many lock keys and holders a database holds, kept as keys change so INFO never walks the keyspace.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LockCounts {
+    pub leases: usize,
+    pub semaphores: usize,
+    /// Lease holders (one per lease) plus semaphore holders.
+    pub holders: usize,
+}
+
+impl LockCounts {
+    fn add(&mut self, data: &Data) {
+        match data {
+            Data::Str(_) => {}
+            Data::Lease(_) => {
+                self.leases += 1;
+                self.holders += 1;
+            }
+            Data::Semaphore(sem) => {
+                self.semaphores += 1;
+                self.holders += sem.holders.len();
+            }
+        }
+    }
+    fn sub(&mut self, data: &Data) {
+        match data {
+            Data::Str(_) => {}
+            Data::Lease(_) => {
+                self.leases -= 1;
+                self.holders -= 1;
+            }
+            Data::Semaphore(sem) => {
+                self.semaphores -= 1;
+                self.holders -= sem.holders.len();
+            }
+        }
+    }
+}
+
 pub struct Db {
     segments: Box<[Segment]>,
     len: usize,
     volatile: usize,
+    locks: LockCounts,
     /// Next segment active expiry looks at.
     expire_cursor: usize,
     watched: hashbrown::HashMap<CompactBytes, Vec<Arc<WatchFlag>>>,
@@ -164,6 +203,7 @@ impl Db {
             segments: (0..SEGMENTS).map(|_| Segment::default()).collect(),
             len: 0,
             volatile: 0,
+            locks: LockCounts::default(),
             expire_cursor: 0,
             watched: Default::default(),
             events: Vec::new(),
@@ -180,6 +220,10 @@ impl Db {
     /// Keys with a deadline.
     pub fn volatile_len(&self) -> usize {
         self.volatile
+    }
+    /// Lock keys and holders, counted as they change.
+    pub fn lock_counts(&self) -> LockCounts {
+        self.locks
     }
 
     fn find_index(&self, key: &[u8]) -> (u64, usize) {
@@ -222,6 +266,7 @@ impl Db {
         seg.volatile -= 1;
         self.volatile -= 1;
         self.len -= 1;
+        self.locks.sub(&entry.data);
         self.touch(&k);
         self.events.push(ExpiredKey { key: k, was_lock: entry.data.is_lock() });
         true
@@ -282,6 +327,17 @@ impl Db {
         self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data)
     }
 
+    /// Changes the semaphore at `key` in place (its holders), keeping the holder count right; None when `key` holds
+    /// no live semaphore. The lock engine changes holders only through here.
+    pub fn update_semaphore<R>(&mut self, key: &[u8], now: u64, f: impl FnOnce(&mut crate::locks::Semaphore) -> R) -> Option<R> {
+        let Some(Data::Semaphore(sem)) = self.get_mut(key, now) else { return None };
+        let before = sem.holders.len();
+        let out = f(sem);
+        let after = sem.holders.len();
+        self.locks.holders = self.locks.holders + after - before;
+        Some(out)
+    }
+
     pub fn exists(&mut self, key: &[u8], now: u64) -> bool {
         self.get(key, now).is_some()
     }
@@ -293,6 +349,7 @@ impl Db {
         self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let new_volatile = entry.expire_at != 0;
+        self.locks.add(&entry.data);
         let old = match seg.table.find_mut(h, |e| &*e.0 == key) {
             Some(slot) => Some(std::mem::replace(&mut slot.1, entry)),
             None => {
@@ -301,6 +358,9 @@ impl Db {
                 None
             }
         };
+        if let Some(o) = &old {
+            self.locks.sub(&o.data);
+        }
         let old_volatile = old.as_ref().is_some_and(|o| o.expire_at != 0);
         count_volatile(&mut seg.volatile, &mut self.volatile, old_volatile, new_volatile);
         old
@@ -337,6 +397,7 @@ impl Db {
         let seg = &mut self.segments[s];
         let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return None };
         let ((_, entry), _) = occ.remove();
+        self.locks.sub(&entry.data);
         if entry.expire_at != 0 {
             seg.volatile -= 1;
             self.volatile -= 1;
@@ -373,6 +434,7 @@ impl Db {
         self.segments.iter_mut().for_each(|s| *s = Segment::default());
         self.len = 0;
         self.volatile = 0;
+        self.locks = LockCounts::default();
     }
 
     /// Every key, live or not yet removed, with its entry; for snapshots and lock bookkeeping.
@@ -440,6 +502,7 @@ impl Db {
             looked += 1;
             let mut gone = Vec::new();
             let seg = &mut self.segments[s];
+            let locks = &mut self.locks;
             let mut saved = match self.capture.as_deref_mut() {
                 Some(cap) if s >= cap.next_segment => Some(cap.saved.entry(s).or_default()),
                 _ => None,
@@ -450,6 +513,7 @@ impl Db {
                         saved.entry(k.clone()).or_insert_with(|| Some(e.clone()));
                     }
                     gone.push(ExpiredKey { key: k.clone(), was_lock: e.data.is_lock() });
+                    locks.sub(&e.data);
                     false
                 } else {
                     true
@@ -556,6 +620,7 @@ impl Db {
         std::mem::swap(&mut self.segments, &mut other.segments);
         std::mem::swap(&mut self.len, &mut other.len);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
+        std::mem::swap(&mut self.locks, &mut other.locks);
         self.touch_all_watched();
         other.touch_all_watched();
     }

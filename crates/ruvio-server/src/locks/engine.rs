@@ -77,16 +77,14 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
         store.locks.stats.expirations += expired.len() as u64 - 1;
         if store.dbs[db].get(key, now).is_some() {
             // Deadline inconsistent with the holders (cannot happen through the commands): remove it by hand.
-            store.dbs[db].remove(key, now);
+            let gone = store.dbs[db].remove(key, now).expect("found just above");
             store.log(db, vec![bytes::Bytes::from_static(b"DEL"), bytes::Bytes::copy_from_slice(key)]);
             store.locks.stats.expirations += 1;
-            on_lock_gone(store, db, key, now);
+            on_lock_removed(store, db, key, &gone, now);
         }
         return;
     }
-    if let Some(Data::Semaphore(sem)) = store.dbs[db].get_mut(key, now) {
-        sem.holders.retain(|h| h.deadline > now);
-    }
+    store.dbs[db].update_semaphore(key, now, |sem| sem.holders.retain(|h| h.deadline > now));
     for token in expired {
         store.locks.stats.expirations += 1;
         store.dirty += 1;
@@ -131,9 +129,7 @@ fn try_grant(store: &mut Store, db: usize, key: &[u8], want: Want, ttl_ms: u64, 
         (Some(Want::Lease), Want::Lease) => return Ok(None),
         (Some(Want::Semaphore { .. }), Want::Semaphore { .. }) => {
             let token = next_token(store)?;
-            if let Some(Data::Semaphore(sem)) = store.dbs[db].get_mut(key, now) {
-                sem.holders.push(Holder { token, deadline });
-            }
+            store.dbs[db].update_semaphore(key, now, |sem| sem.holders.push(Holder { token, deadline }));
             extend_deadline(store, db, key, deadline, now);
             token
         }
@@ -186,9 +182,7 @@ fn undo_grant(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
             store.dbs[db].remove(key, now);
         }
         Some(Data::Semaphore(_)) => {
-            if let Some(Data::Semaphore(sem)) = store.dbs[db].get_mut(key, now) {
-                sem.holders.retain(|h| h.token != token);
-            }
+            store.dbs[db].update_semaphore(key, now, |sem| sem.holders.retain(|h| h.token != token));
             refresh_semaphore_deadline(store, db, key, now);
         }
         _ => {}
@@ -327,6 +321,17 @@ pub fn on_lock_gone(store: &mut Store, db: usize, key: &[u8], _now: u64) {
     }
 }
 
+/// Called when a command removed the lock `gone` from `key` before its deadlines (DEL, an IFGT write over it): its
+/// timer entries go too, so a million LEASE + DEL cycles leave nothing behind; then as [`on_lock_gone`].
+pub fn on_lock_removed(store: &mut Store, db: usize, key: &[u8], gone: &Entry, now: u64) {
+    match &gone.data {
+        Data::Lease(_) => store.locks.disarm(gone.expire_at, db, key),
+        Data::Semaphore(sem) => sem.holders.iter().for_each(|h| store.locks.disarm(h.deadline, db, key)),
+        Data::Str(_) => return,
+    }
+    on_lock_gone(store, db, key, now);
+}
+
 /// RENEW: moves the deadline of the holder with `token` to `now + ttl_ms`. False when `token` does not hold `key`
 /// (an expired lease is never revived).
 pub fn renew(store: &mut Store, db: usize, key: &[u8], token: i64, ttl_ms: u64, now: u64) -> Result<bool, LockError> {
@@ -347,9 +352,7 @@ pub fn renew(store: &mut Store, db: usize, key: &[u8], token: i64, ttl_ms: u64, 
             store.dbs[db].set_expire(key, deadline, now);
         }
         Want::Semaphore { .. } => {
-            if let Some(Data::Semaphore(s)) = store.dbs[db].get_mut(key, now) {
-                s.holders.iter_mut().filter(|h| h.token == token).for_each(|h| h.deadline = deadline);
-            }
+            store.dbs[db].update_semaphore(key, now, |s| s.holders.iter_mut().filter(|h| h.token == token).for_each(|h| h.deadline = deadline));
             refresh_semaphore_deadline(store, db, key, now);
         }
     }
@@ -377,9 +380,7 @@ pub fn release(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) -
     if is_lease {
         store.dbs[db].remove(key, now);
     } else {
-        if let Some(Data::Semaphore(s)) = store.dbs[db].get_mut(key, now) {
-            s.holders.retain(|h| h.token != token);
-        }
+        store.dbs[db].update_semaphore(key, now, |s| s.holders.retain(|h| h.token != token));
         refresh_semaphore_deadline(store, db, key, now);
     }
     disarm_unused(store, db, key, deadline);
@@ -470,33 +471,24 @@ pub fn info(store: &mut Store, db: usize, key: &[u8], now: u64) -> Result<Option
 pub fn info_section(store: &mut Store, out: &mut String) {
     use std::fmt::Write;
     let (mut leases, mut semaphores, mut holders) = (0usize, 0usize, 0usize);
-    // A walk over the keyspace: INFO is rare, and counters kept elsewhere would drift with DEL, FLUSH and expiry.
     for db in &store.dbs {
-        for (_, e) in db.iter() {
-            match &e.data {
-                Data::Lease(_) => {
-                    leases += 1;
-                    holders += 1;
-                }
-                Data::Semaphore(s) => {
-                    semaphores += 1;
-                    holders += s.holders.len();
-                }
-                Data::Str(_) => {}
-            }
-        }
+        let c = db.lock_counts();
+        leases += c.leases;
+        semaphores += c.semaphores;
+        holders += c.holders;
     }
     let waiters = store.locks.total_live_waiters();
     let s = &store.locks.stats;
     let _ = write!(
         out,
-        "lock_grants:{}\r\nlock_renewals:{}\r\nlock_releases:{}\r\nlock_expirations:{}\r\nlock_waits:{}\r\nlock_wait_timeouts:{}\r\nlock_lease_keys:{leases}\r\nlock_semaphore_keys:{semaphores}\r\nlock_holders:{holders}\r\nlock_waiters:{waiters}\r\nlock_last_token:{}\r\n",
+        "lock_grants:{}\r\nlock_renewals:{}\r\nlock_releases:{}\r\nlock_expirations:{}\r\nlock_waits:{}\r\nlock_wait_timeouts:{}\r\nlock_lease_keys:{leases}\r\nlock_semaphore_keys:{semaphores}\r\nlock_holders:{holders}\r\nlock_waiters:{waiters}\r\nlock_timers:{}\r\nlock_last_token:{}\r\n",
         s.grants,
         s.renewals,
         s.releases,
         s.expirations,
         s.waits,
         s.wait_timeouts,
+        store.locks.timers.len(),
         store.locks.tokens.last()
     );
 }

@@ -167,4 +167,9 @@ impl LockState {
     pub fn disarm(&mut self, deadline: u64, db: usize, key: &[u8]) {
         self.timers.remove(&(deadline, db, CompactBytes::new(key)));
     }
+
+    /// Forgets every deadline of database `db` (FLUSHDB/FLUSHALL removed all its locks).
+    pub fn disarm_db(&mut self, db: usize) {
+        self.timers.retain(|t| t.1 != db);
+    }
 }

@@ -56,22 +56,38 @@ pub fn apply_lockset(store: &mut Store, db: usize, key: &[u8], want: Want, token
     store.locks.tokens.observe(token);
     let deadline = clock::wall_to_mono(deadline_wall_ms).max(1);
     let holder = Holder { token, deadline };
-    let entry = match (want, store.dbs[db].get(key, now).map(|e| &e.data)) {
-        (Want::Lease, _) => Entry { data: Data::Lease(Box::new(Lease { token })), expire_at: deadline },
-        (Want::Semaphore { limit }, Some(Data::Semaphore(s))) => {
-            let mut sem = Semaphore { limit, holders: s.holders.clone() };
-            match sem.holders.iter_mut().find(|h| h.token == token) {
-                Some(h) => h.deadline = deadline,
-                None => sem.holders.push(holder),
-            }
-            let latest = sem.holders.iter().map(|h| h.deadline).max().unwrap_or(deadline);
-            Entry { data: Data::Semaphore(Box::new(sem)), expire_at: latest }
-        }
-        (Want::Semaphore { limit }, _) => {
-            Entry { data: Data::Semaphore(Box::new(Semaphore { limit, holders: vec![holder] })), expire_at: deadline }
-        }
+    let existing = match store.dbs[db].get(key, now) {
+        Some(Entry { data: Data::Semaphore(_), expire_at }) => Some(*expire_at),
+        _ => None,
     };
-    store.dbs[db].insert(key, entry);
+    match (want, existing) {
+        (Want::Semaphore { limit }, Some(key_deadline)) => {
+            // In place, and a new holder (its token is above every other) without a scan: replaying N grants must
+            // cost N steps, not N^2 (a restart with 50k holders took seconds).
+            let latest = store.dbs[db]
+                .update_semaphore(key, now, |sem| {
+                    sem.limit = limit;
+                    if sem.holders.last().is_none_or(|h| h.token < token) {
+                        sem.holders.push(holder);
+                        return key_deadline.max(deadline);
+                    }
+                    match sem.holders.iter_mut().find(|h| h.token == token) {
+                        Some(h) => h.deadline = deadline,
+                        None => sem.holders.push(holder),
+                    }
+                    sem.holders.iter().map(|h| h.deadline).max().unwrap_or(deadline)
+                })
+                .expect("a live semaphore, found above");
+            store.dbs[db].set_expire(key, latest, now);
+        }
+        (Want::Semaphore { limit }, None) => {
+            let sem = Semaphore { limit, holders: vec![holder] };
+            store.dbs[db].insert(key, Entry { data: Data::Semaphore(Box::new(sem)), expire_at: deadline });
+        }
+        (Want::Lease, _) => {
+            store.dbs[db].insert(key, Entry { data: Data::Lease(Box::new(Lease { token })), expire_at: deadline });
+        }
+    }
     store.locks.arm(deadline, db, key);
     store.dirty += 1;
 }
@@ -79,12 +95,12 @@ pub fn apply_lockset(store: &mut Store, db: usize, key: &[u8], want: Want, token
 /// Applies `LOCKDROP`.
 pub fn apply_lockdrop(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
     // None: the key stays as it is; Some(None): the key goes; Some(Some(d)): the semaphore's deadline becomes d.
-    let change: Option<Option<u64>> = match store.dbs[db].get_mut(key, now) {
+    let change: Option<Option<u64>> = match store.dbs[db].peek(key).map(|e| &e.data) {
         Some(Data::Lease(l)) if l.token == token => Some(None),
-        Some(Data::Semaphore(s)) => {
+        Some(Data::Semaphore(_)) => store.dbs[db].update_semaphore(key, now, |s| {
             s.holders.retain(|h| h.token != token);
-            Some(s.holders.iter().map(|h| h.deadline).max())
-        }
+            s.holders.iter().map(|h| h.deadline).max()
+        }),
         _ => None,
     };
     match change {
@@ -107,9 +123,7 @@ pub fn apply_fenceset(store: &mut Store, db: usize, key: &[u8], token: i64, valu
     *fence = (*fence).max(token);
     if deadline_wall_ms != 0 && deadline_wall_ms <= clock::wall_ms() {
         if let Some(e) = store.dbs[db].remove(key, now) {
-            if e.data.is_lock() {
-                super::engine::on_lock_gone(store, db, key, now);
-            }
+            super::engine::on_lock_removed(store, db, key, &e, now);
         }
     } else {
         let expire_at = if deadline_wall_ms == 0 { 0 } else { clock::wall_to_mono(deadline_wall_ms) };

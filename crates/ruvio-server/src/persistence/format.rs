@@ -8,8 +8,20 @@ pub const VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 32;
 /// payload length u32, crc u32, lsn u64, wall ms i64, db u32, kind u8.
 pub const RECORD_HEADER_LEN: usize = 29;
-/// A length above this is corruption, never a real record (bulks are at most 512 MB, plus framing).
-pub const MAX_PAYLOAD: u32 = 1 << 30;
+/// The largest payload a record can carry: its length field is 32 bits. The writer never makes a larger one (the
+/// dispatch refuses a write whose record would not fit, see [`command_record_fits`], and proto-max-bulk-len is
+/// capped so a key and its value fit one snapshot record), and the reader accepts every length up to it: whatever
+/// was acknowledged can be loaded. A corrupt length cannot make the reader allocate more than the file holds.
+pub const MAX_PAYLOAD: u64 = u32::MAX as u64;
+
+/// Whether the log record of a command with these arguments fits [`MAX_PAYLOAD`], with room for what a command may
+/// add when it is logged in its replayable form (an absolute deadline, KEEPTTL, ...).
+pub fn command_record_fits(args: &[bytes::Bytes]) -> bool {
+    const ROOM: u64 = 4096;
+    // Per argument: `$`, up to 20 length digits, two CRLFs; the array header likewise.
+    let framed: u64 = args.iter().map(|a| a.len() as u64 + 25).sum::<u64>() + 23;
+    framed + ROOM <= MAX_PAYLOAD
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
@@ -101,7 +113,8 @@ pub fn encode_record(out: &mut Vec<u8>, lsn: u64, wall_ms: i64, db: u32, kind: R
     out[start + 24..start + 28].copy_from_slice(&db.to_le_bytes());
     out[start + 28] = kind as u8;
     payload(out);
-    let len = (out.len() - start - RECORD_HEADER_LEN) as u32;
+    // Unreachable past MAX_PAYLOAD: the dispatch and the size limits keep every record within it (see there).
+    let len = u32::try_from(out.len() - start - RECORD_HEADER_LEN).expect("log record over 4 GiB");
     out[start..start + 4].copy_from_slice(&len.to_le_bytes());
     let crc = crc32fast::hash(&out[start + 8..]);
     out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
@@ -270,9 +283,6 @@ impl<R: Read> RecordReader<R> {
         let total = RECORD_HEADER_LEN as u64 + len as u64;
         if total > left {
             return Err(truncated("file ends inside a record"));
-        }
-        if len > MAX_PAYLOAD {
-            return Err(corrupt("record length out of range"));
         }
         payload.clear();
         payload.resize(len as usize, 0);
