@@ -349,6 +349,17 @@ fn end_of_data(f: &std::fs::File, len: u64) -> io::Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_fits_a_record_up_to_the_32_bit_length() {
+        // Cheap clones of one 64 MiB buffer: 4 GiB of arguments without allocating them.
+        let chunk = bytes::Bytes::from(vec![0u8; 64 << 20]);
+        let args = |n: usize| std::iter::repeat_n(chunk.clone(), n).collect::<Vec<_>>();
+        assert!(command_record_fits(&args(16))); // 1 GiB: refused as corrupt on reload before
+        assert!(command_record_fits(&args(63)));
+        assert!(!command_record_fits(&args(64))); // 4 GiB: does not fit a 32-bit length
+        assert!(command_record_fits(&[bytes::Bytes::from_static(b"SET")]));
+    }
     use bytes::Bytes;
 
     fn file_with(records: usize) -> Vec<u8> {
