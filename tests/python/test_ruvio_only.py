@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from helpers import Map, encode
+from helpers import NULL, Error, Map, encode
 
 pytestmark = pytest.mark.ruvio_only
 
@@ -144,3 +144,17 @@ def test_an_idle_connection_costs_little_memory(server):
         s.close()
     # Both 16 KB buffers allocated up front cost about 11 KB per idle connection; lazily, about 4 KB.
     assert per_conn < 8 * 1024, per_conn
+
+
+def test_internal_log_records_are_hidden_from_command(server):
+    internal = [b"lockset", b"lockdrop", b"fenceset"]
+    with server.raw() as c:
+        names = c.call("COMMAND", "LIST")
+        assert b"lease" in names and not set(internal) & set(names)
+        assert c.call("COMMAND", "COUNT") == len(names)
+        assert len(c.call("COMMAND")) == len(names)
+        info = c.call("COMMAND", "INFO", "lockset", "get")
+        assert info[0] is NULL and info[1][0] == b"get"
+        docs = c.call("COMMAND", "DOCS", "fenceset", "lockdrop")
+        assert docs == []
+        assert c.call("COMMAND", "GETKEYS", "lockdrop", "k", "1") == Error("ERR Invalid command specified")

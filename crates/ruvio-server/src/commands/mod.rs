@@ -138,6 +138,17 @@ pub fn all() -> impl Iterator<Item = &'static CommandSpec> {
     families().into_iter().flatten()
 }
 
+/// The commands clients may call: every command but the write log's internal records (LOCKSET, ...), which
+/// COMMAND and its subcommands never show.
+pub fn public() -> impl Iterator<Item = &'static CommandSpec> {
+    all().filter(|s| !s.has(flags::INTERNAL))
+}
+
+/// [`lookup`] for what clients may name: an internal record is as unknown as a command that does not exist.
+pub fn lookup_public(name: &[u8]) -> Option<&'static CommandSpec> {
+    lookup(name).filter(|s| !s.has(flags::INTERNAL))
+}
+
 /// Finds a command by name, any case, without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     let mut buf = [0u8; 32];

@@ -226,11 +226,11 @@ fn command_docs(spec: &CommandSpec, full_name: &str) -> Value {
 }
 
 fn command_all(_ctx: &mut Ctx) -> Value {
-    Value::Array(super::all().map(|s| command_info(s, s.name)).collect())
+    Value::Array(super::public().map(|s| command_info(s, s.name)).collect())
 }
 
 fn command_count(_ctx: &mut Ctx) -> Value {
-    Value::Integer(super::all().count() as i64)
+    Value::Integer(super::public().count() as i64)
 }
 
 /// `COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]`.
@@ -253,7 +253,7 @@ fn command_list(ctx: &mut Ctx) -> Value {
         }
         _ => return Value::error(ERR_SYNTAX),
     };
-    Value::Array(super::all().filter(|s| keep(s)).map(|s| Value::bulk_str(s.name)).collect())
+    Value::Array(super::public().filter(|s| keep(s)).map(|s| Value::bulk_str(s.name)).collect())
 }
 
 fn command_info_sub(ctx: &mut Ctx) -> Value {
@@ -261,20 +261,20 @@ fn command_info_sub(ctx: &mut Ctx) -> Value {
     if args.len() == 2 {
         return command_all(ctx);
     }
-    Value::Array(args[2..].iter().map(|n| super::lookup(n).map_or(Value::Nil, |s| command_info(s, s.name))).collect())
+    Value::Array(args[2..].iter().map(|n| super::lookup_public(n).map_or(Value::Nil, |s| command_info(s, s.name))).collect())
 }
 
 fn command_docs_sub(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let specs: Vec<&CommandSpec> =
-        if args.len() == 2 { super::all().collect() } else { args[2..].iter().filter_map(|n| super::lookup(n)).collect() };
+        if args.len() == 2 { super::public().collect() } else { args[2..].iter().filter_map(|n| super::lookup_public(n)).collect() };
     Value::Map(specs.into_iter().map(|s| (Value::bulk_str(s.name), command_docs(s, s.name))).collect())
 }
 
 fn command_getkeys(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let inner = &args[2..];
-    let Some(spec) = super::lookup(&inner[0]) else { return Value::error("ERR Invalid command specified") };
+    let Some(spec) = super::lookup_public(&inner[0]) else { return Value::error("ERR Invalid command specified") };
     if !spec.arity_ok(inner.len()) {
         return Value::error("ERR Invalid number of arguments specified for command");
     }
