@@ -282,6 +282,7 @@ pub fn check(e: &Json, v: &Value, s: &Saved) -> Result<(), String> {
             _ => Ok(()),
         },
         "lockinfo" => lockinfo(e, v, s),
+        "dropped" => fail("a dropped connection (the server closed it)".to_string()),
         other => Err(format!("corpus: unknown matcher {other:?}")),
     }
 }

@@ -13,7 +13,28 @@ use crate::server::Addr;
 use crate::Outcome;
 
 /// What a step got back: a reply, or the client's own failure (I/O, timeout, a reply it could not convert).
-type Got = Result<Value, String>;
+type Got = Result<Value, Fail>;
+
+/// The client failed instead of answering; `dropped`: because the server closed or reset the connection.
+#[derive(Debug)]
+struct Fail {
+    dropped: bool,
+    text: String,
+}
+
+impl From<Fail> for String {
+    fn from(f: Fail) -> String {
+        f.text
+    }
+}
+
+fn fail(text: impl Into<String>) -> Fail {
+    Fail { dropped: false, text: text.into() }
+}
+
+fn client_failed(e: ruvio_client::Error) -> Fail {
+    Fail { dropped: e.is_connection_dropped(), text: format!("the client failed: {e}") }
+}
 
 /// A command still running on its own thread (`"async"`), with the connection it borrowed.
 struct Pending {
@@ -150,9 +171,19 @@ impl Run {
         let p = self.pending.remove(id).ok_or_else(|| format!("corpus: no async command {id:?}"))?;
         let (client, got, at) = p.done.recv_timeout(Duration::from_secs(30)).map_err(|_| format!("no reply to {id:?} within 30 s"))?;
         self.busy.remove(&p.conn);
-        self.conns.insert(p.conn, client);
+        self.conns.insert(p.conn.clone(), client);
+        let expect = field(step, "expect")?;
+        if str_field(expect, "match")? == "dropped" {
+            // The server closed this connection while the command waited: the client must say so, not answer.
+            self.conns.remove(&p.conn);
+            return match got {
+                Err(Fail { dropped: true, .. }) => Ok(()),
+                Err(f) => Err(format!("expected a dropped connection, the client failed otherwise: {}", f.text)),
+                Ok(v) => Err(format!("expected a dropped connection, got {}", show(&v))),
+            };
+        }
         let got = got?;
-        check(field(step, "expect")?, &got, &self.saved)?;
+        check(expect, &got, &self.saved)?;
         if let Some(min) = step.get("min_elapsed_ms") {
             let min: u64 = min.as_str().and_then(|s| s.parse().ok()).ok_or("corpus: bad min_elapsed_ms")?;
             let took = at.duration_since(p.sent);
@@ -186,14 +217,14 @@ pub fn sleep_at_least(d: Duration) {
 /// Sends a step's command: raw through the generic command API, or through the typed lock method.
 fn send(client: &mut Client, args: &[String], typed: bool) -> Got {
     if !typed {
-        return client.command(args).map_err(|e| format!("the client failed: {e}"));
+        return client.command(args).map_err(client_failed);
     }
-    let result = typed_call(client, args)?;
+    let result = typed_call(client, args).map_err(fail)?;
     match result {
         Ok(v) => Ok(v),
         // A server error raised by a typed call is matched against the corpus as the error reply it was.
         Err(e) if e.is_server_error() => Ok(Value::Error(e.detail().as_bytes().to_vec().into())),
-        Err(e) => Err(format!("the client failed: {e}")),
+        Err(e) => Err(client_failed(e)),
     }
 }
 
