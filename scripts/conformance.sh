@@ -14,6 +14,8 @@
 #   CONFORMANCE_DIR      corpus folder (default: conformance/ of this repository)
 #   CONFORMANCE_RUNNERS  folder of launchers (default: conformance/runners of this repository)
 #   CONFORMANCE_ONLY     comma-separated languages to run (default: every launcher)
+#   CONFORMANCE_TIMEOUT  seconds one launcher may take, builds included (default 1800); past it, it is killed
+#                        and counts as broken
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +23,7 @@ cd "$REPO"
 
 die() { printf 'scripts/conformance.sh: error: %s\n' "$*" >&2; exit 2; }
 command -v python3 >/dev/null 2>&1 || die "python3 is needed (it reads the corpus and prints the table)"
+command -v timeout >/dev/null 2>&1 || die "timeout (coreutils) is needed"
 
 [ -n "${RUVIO_BIN:-}" ] || die "RUVIO_BIN is not set (the ruvio binary under test)"
 [ -x "$RUVIO_BIN" ] || die "RUVIO_BIN=$RUVIO_BIN is not an executable file"
@@ -96,8 +99,9 @@ for f in "${launchers[@]}"; do
   started=$SECONDS
   set +e
   CONFORMANCE_DIR="$CORPUS" RUVIO_ADDR="127.0.0.1:$PORT" RUVIO_BIN="$RUVIO_BIN" CONFORMANCE_RESULTS="$results" \
-    bash "$f" >"$WORK/$lang.log" 2>&1
+    timeout --kill-after=10 "${CONFORMANCE_TIMEOUT:-1800}" bash "$f" >"$WORK/$lang.log" 2>&1
   rc=$?
+  [ "$rc" = 124 ] && echo "conformance: $lang took longer than ${CONFORMANCE_TIMEOUT:-1800} s and was stopped" >&2
   set -e
   echo "conformance: $lang finished in $((SECONDS - started)) s (exit $rc)"
   if [ "$rc" != 0 ]; then

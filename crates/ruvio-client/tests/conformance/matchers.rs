@@ -22,7 +22,7 @@ pub fn int_field(j: &Json, name: &str) -> Result<i128, String> {
 }
 
 pub fn hex_decode(s: &str) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if s.len() & 1 == 1 {
         return Err(format!("corpus: odd-length hex {s:?}"));
     }
     (0..s.len())
