@@ -7,7 +7,9 @@
 #    pinned Python packages in tests/python/.venv and the pinned npm packages in tests/node),
 # 2. builds the workspace and runs the Rust tests (cargo build/test --release --workspace --all-features),
 # 3. runs the black-box compatibility suites against a started `ruvio` binary:
-#    pytest tests/python, then `node --test` in tests/node.
+#    pytest tests/python, then `node --test` in tests/node,
+# 4. runs each client package's own tests (clients/*/test.sh) and the cross-language conformance corpus
+#    (scripts/conformance.sh prints one table: corpus cases x languages).
 #
 # Environment:
 #   RUVIO_BIN=/path/to/ruvio   binary under test (default: target/release/ruvio)
@@ -34,7 +36,7 @@ if [ "$(id -u)" = "0" ] && have apt-get; then
   export DEBIAN_FRONTEND=noninteractive
   apt_ok=0
   for attempt in 1 2 3; do
-    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools; then
+    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools redis-sentinel; then
       apt_ok=1
       break
     fi
@@ -54,7 +56,7 @@ else
   echo "not root (or no apt-get): not installing system packages"
 fi
 
-for tool in redis-server redis-cli redis-benchmark python3 node npm; do
+for tool in redis-server redis-sentinel redis-cli redis-benchmark python3 node npm; do
   have "$tool" || die "required tool '$tool' is missing (run as root to install it, or install it)"
 done
 if [ "$TARGET" != "redis" ]; then
@@ -105,5 +107,21 @@ step "node black-box suite (node --test in tests/node, target: $TARGET)"
   cd tests/node
   timeout 600 node --test ./*.test.mjs
 )
+
+if [ "$TARGET" != "redis" ]; then
+  # ---------------------------------------------------------------------------------------
+  # Each client package has its own test script (it installs its ecosystem's packages and runs its suite against
+  # $RUVIO_BIN, failing when a tool is missing).
+  for client_tests in clients/*/test.sh; do
+    [ -e "$client_tests" ] || continue
+    step "client: bash $client_tests"
+    bash "$client_tests"
+  done
+
+  step "conformance corpus: every client's runner (bash scripts/conformance.sh)"
+  bash scripts/conformance.sh
+  step "conformance script self-test (it must fail on failed, missing and unknown cases)"
+  bash conformance/selftest.sh
+fi
 
 step "all tests passed"

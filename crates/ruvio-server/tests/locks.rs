@@ -540,6 +540,31 @@ async fn del_and_flush_of_a_held_lock_wake_a_waiter() {
     srv.stop().await;
 }
 
+/// SWAPDB moves a held lock away from the index its waiter selected: the waiter is served at once (it stayed
+/// blocked until an unrelated command ran), and the moved lease still ends on time in its new database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn swapdb_serves_waiters_and_moves_lock_deadlines() {
+    let srv = start().await;
+    let mut admin = srv.client().await;
+    assert_eq!(admin.cmd(&["SELECT", "2"]).await, Value::ok());
+    let t = admin.token(&["LEASE", "k", "1500"]).await.unwrap();
+    let mut w = srv.client().await;
+    assert_eq!(w.cmd(&["SELECT", "2"]).await, Value::ok());
+    w.send(&["LEASE", "k", "60000", "WAIT", "0"]).await;
+    wait_for_waiters(&mut admin, "k", 1).await;
+    assert_eq!(admin.cmd(&["SWAPDB", "2", "3"]).await, Value::ok());
+    let Value::Integer(t2) = w.read().await else { panic!("SWAPDB took the lock away: the waiter must be served") };
+    assert!(t2 > t);
+    // The old lease now lives in db 3 and still ends by its deadline (its timer entry followed it).
+    assert_eq!(admin.cmd(&["SELECT", "3"]).await, Value::ok());
+    assert!(matches!(admin.token(&["LEASE", "k", "100"]).await, None));
+    let mut w3 = srv.client().await;
+    assert_eq!(w3.cmd(&["SELECT", "3"]).await, Value::ok());
+    w3.send(&["LEASE", "k", "60000", "WAIT", "10000"]).await;
+    assert!(matches!(w3.read().await, Value::Integer(t3) if t3 > t2), "the moved lease never ended");
+    srv.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ifgt_rejects_a_lower_token_and_accepts_the_same_or_a_higher_one() {
     let srv = start().await;

@@ -250,6 +250,7 @@ fn swapdb(ctx: &mut Ctx) -> Value {
         let (lo, hi) = (a.min(b), a.max(b));
         let (left, right) = store.dbs.split_at_mut(hi);
         left[lo].swap_contents(&mut right[0]);
+        store.locks.swap_dbs(a, b);
     }
     store.dirty += 1;
     Value::ok()

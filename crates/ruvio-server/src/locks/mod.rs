@@ -168,6 +168,17 @@ impl LockState {
         self.timers.remove(&(deadline, db, CompactBytes::new(key)));
     }
 
+    /// SWAPDB `a` `b`: deadlines follow their keys to the other index; waiters stay on the index they selected (as
+    /// clients do) and are served against what it holds now (a lock that moved away frees their key).
+    pub fn swap_dbs(&mut self, a: usize, b: usize) {
+        let swapped = |d: usize| if d == a { b } else if d == b { a } else { d };
+        self.timers = std::mem::take(&mut self.timers).into_iter().map(|(t, d, k)| (t, swapped(d), k)).collect();
+        for d in [a, b] {
+            let keys: Vec<CompactBytes> = self.waiters.get(d).map(|w| w.keys().cloned().collect()).unwrap_or_default();
+            self.pending.extend(keys.into_iter().map(|k| (d, k)));
+        }
+    }
+
     /// Forgets every deadline of database `db` (FLUSHDB/FLUSHALL removed all its locks).
     pub fn disarm_db(&mut self, db: usize) {
         self.timers.retain(|t| t.1 != db);
