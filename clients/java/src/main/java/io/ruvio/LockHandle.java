@@ -25,7 +25,7 @@ import java.util.function.Consumer;
  * which the server-side deadline can pass: the send time of the last successful LEASE or RENEW plus its TTL. When no
  * renewal has succeeded by that time minus a margin of TTL/10, it reports loss
  * ({@link LockLossReason#DEADLINE_PASSED}) before the server frees the lock, even if the server cannot be reached.
- * Loss completes {@link #lost()} and runs the {@link LockOptions#onLost} callback, once.
+ * Loss runs the {@link LockOptions#onLost} callback, then completes {@link #lost()}, once.
  *
  * <p><b>Release.</b> {@link #release()} and {@link #close()} stop the watchdog and send {@code RELEASE} (retried once
  * if the connection was lost). After a loss, release answers {@code false} and never throws. A lock that is released
@@ -179,7 +179,6 @@ public final class LockHandle implements AutoCloseable {
             lossReason = reason;
             cancelTasks();
         }
-        lost.complete(null);
         if (onLost != null) {
             try {
                 onLost.accept(this);
@@ -187,6 +186,7 @@ public final class LockHandle implements AutoCloseable {
                 // a failing callback must not break the watchdog thread
             }
         }
+        lost.complete(null);
     }
 
     private void cancelTasks() {

@@ -66,27 +66,60 @@ final class Resp {
     /** A streaming reader of replies from an input stream, with its own buffer. Not thread-safe. */
     static final class Reader {
         private final InputStream in;
+        private final boolean typed;
         private final byte[] buf = new byte[16 * 1024];
         private int pos;
         private int end;
 
         Reader(InputStream in) {
-            this.in = in;
+            this(in, false);
         }
 
-        /** Reads one complete reply; throws EOFException at a clean end of stream. */
+        /**
+         * A reader; {@code typed} keeps the distinctions the public API folds away: simple strings as
+         * {@link Simple}, bulk strings as {@code byte[]}, verbatim strings as {@link Verbatim}.
+         */
+        Reader(InputStream in, boolean typed) {
+            this.in = in;
+            this.typed = typed;
+        }
+
+        /** Whether bytes that were read from the stream are still unconsumed in the buffer. */
+        boolean hasBuffered() {
+            return pos < end;
+        }
+
+        /**
+         * Reads one complete reply; throws EOFException when the stream ends before the reply does, and
+         * IOException("protocol error ...") on malformed input.
+         */
         Object read() throws IOException {
+            try {
+                return readValue();
+            } catch (NumberFormatException e) {
+                throw new IOException("protocol error: " + e.getMessage(), e);
+            }
+        }
+
+        private Object readValue() throws IOException {
             int kind = readByte();
             switch (kind) {
                 case '+':
-                    return readLine();
+                    return typed ? new Simple(readLine()) : readLine();
                 case '-':
                     return new RuvioServerException(readLine());
                 case ':':
                     return parseLong(readLine());
                 case '$': {
                     long n = parseLong(readLine());
-                    return n < 0 ? null : new String(readExact((int) n), StandardCharsets.UTF_8);
+                    if (n < -1) {
+                        throw new IOException("protocol error: invalid bulk length " + n);
+                    }
+                    if (n < 0) {
+                        return null;
+                    }
+                    byte[] b = readExact((int) n);
+                    return typed ? b : new String(b, StandardCharsets.UTF_8);
                 }
                 case '!': {
                     long n = parseLong(readLine());
@@ -95,10 +128,17 @@ final class Resp {
                 case '=': {
                     long n = parseLong(readLine());
                     String s = new String(readExact((int) n), StandardCharsets.UTF_8);
+                    if (typed) {
+                        return s.length() >= 4 && s.charAt(3) == ':' ? new Verbatim(s.substring(0, 3), s.substring(4))
+                                : new Verbatim("", s);
+                    }
                     return s.length() >= 4 && s.charAt(3) == ':' ? s.substring(4) : s;
                 }
                 case '*': {
                     long n = parseLong(readLine());
+                    if (n < -1) {
+                        throw new IOException("protocol error: invalid array length " + n);
+                    }
                     return n < 0 ? null : readList((int) n);
                 }
                 case '>':
@@ -107,7 +147,7 @@ final class Resp {
                     int n = (int) parseLong(readLine());
                     Set<Object> s = new LinkedHashSet<>();
                     for (int i = 0; i < n; i++) {
-                        s.add(read());
+                        s.add(readValue());
                     }
                     return s;
                 }
@@ -115,12 +155,15 @@ final class Resp {
                     return readMap((int) parseLong(readLine()));
                 case '|':
                     readMap((int) parseLong(readLine()));
-                    return read();
+                    return readValue();
                 case '_':
                     readLine();
                     return null;
                 case '#': {
                     String s = readLine();
+                    if (!"t".equals(s) && !"f".equals(s)) {
+                        throw new IOException("protocol error: invalid boolean " + s);
+                    }
                     return "t".equals(s);
                 }
                 case ',': {
@@ -146,7 +189,7 @@ final class Resp {
         private List<Object> readList(int n) throws IOException {
             List<Object> l = new ArrayList<>(Math.max(0, Math.min(n, 1024)));
             for (int i = 0; i < n; i++) {
-                l.add(read());
+                l.add(readValue());
             }
             return l;
         }
@@ -154,8 +197,8 @@ final class Resp {
         private Map<Object, Object> readMap(int n) throws IOException {
             Map<Object, Object> m = new LinkedHashMap<>();
             for (int i = 0; i < n; i++) {
-                Object k = read();
-                m.put(k, read());
+                Object k = readValue();
+                m.put(k, readValue());
             }
             return m;
         }
@@ -182,7 +225,12 @@ final class Resp {
             while (true) {
                 for (int i = pos; i < end; i++) {
                     if (buf[i] == '\n') {
-                        int stop = i > pos && buf[i - 1] == '\r' ? i - 1 : i;
+                        boolean cr = i > pos ? buf[i - 1] == '\r'
+                                : line != null && line.size() > 0 && line.toByteArray()[line.size() - 1] == '\r';
+                        if (!cr) {
+                            throw new IOException("protocol error: a line ended without CR LF");
+                        }
+                        int stop = i > pos ? i - 1 : i;
                         String s;
                         if (line == null) {
                             s = new String(buf, pos, stop - pos, StandardCharsets.UTF_8);
@@ -220,8 +268,9 @@ final class Resp {
                 got += k;
             }
             // the CRLF after the payload
-            readByte();
-            readByte();
+            if (readByte() != '\r' || readByte() != '\n') {
+                throw new IOException("protocol error: a bulk payload is not followed by CR LF");
+            }
             return out;
         }
 
@@ -232,6 +281,14 @@ final class Resp {
                 throw new IOException("protocol error: not an integer: " + s, e);
             }
         }
+    }
+
+    /** A simple string, as the typed reader returns it. */
+    record Simple(String value) {
+    }
+
+    /** A verbatim string with its format, as the typed reader returns it. */
+    record Verbatim(String format, String value) {
     }
 
     /** Writes bytes and flushes. */
