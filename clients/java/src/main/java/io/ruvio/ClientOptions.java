@@ -84,87 +84,155 @@ public final class ClientOptions {
         return builder().uri(uri).build();
     }
 
-    /** @return the server host (ignored when sentinels are given) */
+    /**
+     * Returns the server host (ignored when sentinels are given).
+     *
+     * @return the server host (ignored when sentinels are given)
+     */
     public String host() {
         return host;
     }
 
-    /** @return the server port */
+    /**
+     * Returns the server port.
+     *
+     * @return the server port
+     */
     public int port() {
         return port;
     }
 
-    /** @return the user name for AUTH, or {@code null} for the default user */
+    /**
+     * Returns the user name for AUTH, or {@code null} for the default user.
+     *
+     * @return the user name for AUTH, or {@code null} for the default user
+     */
     public String username() {
         return username;
     }
 
-    /** @return the password for AUTH, or {@code null} for none */
+    /**
+     * Returns the password for AUTH, or {@code null} for none.
+     *
+     * @return the password for AUTH, or {@code null} for none
+     */
     public String password() {
         return password;
     }
 
-    /** @return the database selected on every connection */
+    /**
+     * Returns the database selected on every connection.
+     *
+     * @return the database selected on every connection
+     */
     public int database() {
         return database;
     }
 
-    /** @return the client name set on every connection, or {@code null} */
+    /**
+     * Returns the client name set on every connection, or {@code null}.
+     *
+     * @return the client name set on every connection, or {@code null}
+     */
     public String clientName() {
         return clientName;
     }
 
-    /** @return how long opening a connection (TCP, TLS and handshake) may take */
+    /**
+     * Returns how long opening a connection (TCP, TLS and handshake) may take.
+     *
+     * @return how long opening a connection (TCP, TLS and handshake) may take
+     */
     public Duration connectTimeout() {
         return connectTimeout;
     }
 
-    /** @return how long a command may wait for its reply (the waiting forms add their wait) */
+    /**
+     * Returns how long a command may wait for its reply (the waiting forms add their wait).
+     *
+     * @return how long a command may wait for its reply (the waiting forms add their wait)
+     */
     public Duration commandTimeout() {
         return commandTimeout;
     }
 
-    /** @return whether connections use TLS */
+    /**
+     * Returns whether connections use TLS.
+     *
+     * @return whether connections use TLS
+     */
     public boolean tls() {
         return tls;
     }
 
-    /** @return the TLS socket factory, or {@code null} for the JVM default */
+    /**
+     * Returns the TLS socket factory, or {@code null} for the JVM default.
+     *
+     * @return the TLS socket factory, or {@code null} for the JVM default
+     */
     public SSLSocketFactory sslSocketFactory() {
         return sslSocketFactory;
     }
 
-    /** @return whether the TLS server certificate must match the host name */
+    /**
+     * Returns whether the TLS server certificate must match the host name.
+     *
+     * @return whether the TLS server certificate must match the host name
+     */
     public boolean verifyHostname() {
         return verifyHostname;
     }
 
-    /** @return the preferred RESP version: 3 (HELLO 3, falling back to RESP2 when refused) or 2 */
+    /**
+     * Returns the preferred RESP version: 3 (HELLO 3, falling back to RESP2 when refused) or 2.
+     *
+     * @return the preferred RESP version: 3 (HELLO 3, falling back to RESP2 when refused) or 2
+     */
     public int protocol() {
         return protocol;
     }
 
-    /** @return n for {@code CLIENT DURABILITY REPLICAS n} on every connection, or {@code null} to send nothing */
+    /**
+     * Returns n for {@code CLIENT DURABILITY REPLICAS n} on every connection, or {@code null} to send nothing.
+     *
+     * @return n for {@code CLIENT DURABILITY REPLICAS n} on every connection, or {@code null} to send nothing
+     */
     public Integer durabilityReplicas() {
         return durabilityReplicas;
     }
 
-    /** @return the Sentinel-protocol discovery addresses ({@code host:port}); empty for a direct connection */
+    /**
+     * Returns the Sentinel-protocol discovery addresses ({@code host:port}); empty for a direct connection.
+     *
+     * @return the Sentinel-protocol discovery addresses ({@code host:port}); empty for a direct connection
+     */
     public List<String> sentinels() {
         return sentinels;
     }
 
-    /** @return the service (master) name asked of the sentinels */
+    /**
+     * Returns the service (master) name asked of the sentinels.
+     *
+     * @return the service (master) name asked of the sentinels
+     */
     public String serviceName() {
         return serviceName;
     }
 
-    /** @return the password for the sentinels, or {@code null} */
+    /**
+     * Returns the password for the sentinels, or {@code null}.
+     *
+     * @return the password for the sentinels, or {@code null}
+     */
     public String sentinelPassword() {
         return sentinelPassword;
     }
 
-    /** @return how many idle dedicated connections (for waiting forms and transactions) are kept open */
+    /**
+     * Returns how many idle dedicated connections (for waiting forms and transactions) are kept open.
+     *
+     * @return how many idle dedicated connections (for waiting forms and transactions) are kept open
+     */
     public int maxIdleConnections() {
         return maxIdleConnections;
     }
@@ -252,55 +320,100 @@ public final class ClientOptions {
             return URLDecoder.decode(s, StandardCharsets.UTF_8);
         }
 
-        /** @param host the server host @return this builder */
+        /**
+         * Sets the server host.
+         *
+         * @param host the server host
+         * @return this builder
+         */
         public Builder host(String host) {
             this.host = Objects.requireNonNull(host);
             return this;
         }
 
-        /** @param port the server port @return this builder */
+        /**
+         * Sets the server port.
+         *
+         * @param port the server port
+         * @return this builder
+         */
         public Builder port(int port) {
             this.port = port;
             return this;
         }
 
-        /** @param username the ACL user name (null for the default user) @return this builder */
+        /**
+         * Sets the ACL user name (null for the default user).
+         *
+         * @param username the ACL user name (null for the default user)
+         * @return this builder
+         */
         public Builder username(String username) {
             this.username = username;
             return this;
         }
 
-        /** @param password the password (null for none) @return this builder */
+        /**
+         * Sets the password (null for none).
+         *
+         * @param password the password (null for none)
+         * @return this builder
+         */
         public Builder password(String password) {
             this.password = password;
             return this;
         }
 
-        /** @param database the database index selected on every connection @return this builder */
+        /**
+         * Sets the database index selected on every connection.
+         *
+         * @param database the database index selected on every connection
+         * @return this builder
+         */
         public Builder database(int database) {
             this.database = database;
             return this;
         }
 
-        /** @param clientName the name set on every connection (null for none) @return this builder */
+        /**
+         * Sets the name set on every connection (null for none).
+         *
+         * @param clientName the name set on every connection (null for none)
+         * @return this builder
+         */
         public Builder clientName(String clientName) {
             this.clientName = clientName;
             return this;
         }
 
-        /** @param t how long opening a connection may take @return this builder */
+        /**
+         * Sets how long opening a connection may take.
+         *
+         * @param t how long opening a connection may take
+         * @return this builder
+         */
         public Builder connectTimeout(Duration t) {
             this.connectTimeout = Objects.requireNonNull(t);
             return this;
         }
 
-        /** @param t how long a command may wait for its reply @return this builder */
+        /**
+         * Sets how long a command may wait for its reply.
+         *
+         * @param t how long a command may wait for its reply
+         * @return this builder
+         */
         public Builder commandTimeout(Duration t) {
             this.commandTimeout = Objects.requireNonNull(t);
             return this;
         }
 
-        /** @param tls whether to use TLS @return this builder */
+        /**
+         * Sets whether to use TLS.
+         *
+         * @param tls whether to use TLS
+         * @return this builder
+         */
         public Builder tls(boolean tls) {
             this.tls = tls;
             return this;
@@ -318,7 +431,12 @@ public final class ClientOptions {
             return this;
         }
 
-        /** @param verify whether the TLS certificate must match the host name (default true) @return this builder */
+        /**
+         * Sets whether the TLS certificate must match the host name (default true).
+         *
+         * @param verify whether the TLS certificate must match the host name (default true)
+         * @return this builder
+         */
         public Builder verifyHostname(boolean verify) {
             this.verifyHostname = verify;
             return this;
@@ -365,19 +483,33 @@ public final class ClientOptions {
             return this;
         }
 
-        /** @param password the sentinels' password (null for none) @return this builder */
+        /**
+         * Sets the sentinels' password (null for none).
+         *
+         * @param password the sentinels' password (null for none)
+         * @return this builder
+         */
         public Builder sentinelPassword(String password) {
             this.sentinelPassword = password;
             return this;
         }
 
-        /** @param n how many idle dedicated connections to keep (default 8) @return this builder */
+        /**
+         * Sets how many idle dedicated connections to keep (default 8).
+         *
+         * @param n how many idle dedicated connections to keep (default 8)
+         * @return this builder
+         */
         public Builder maxIdleConnections(int n) {
             this.maxIdleConnections = n;
             return this;
         }
 
-        /** @return the options */
+        /**
+         * Returns the options.
+         *
+         * @return the options
+         */
         public ClientOptions build() {
             return new ClientOptions(this);
         }

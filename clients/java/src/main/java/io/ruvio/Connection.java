@@ -16,7 +16,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import javax.net.ssl.SSLParameters;
 import javax.net.ssl.SSLSocket;
@@ -31,8 +30,12 @@ final class Connection {
     private final Socket socket;
     private final OutputStream out;
     private final Resp.Reader reader;
-    private final ReentrantLock writeLock = new ReentrantLock();
-    private final Queue<CompletableFuture<Object>> pending = new ConcurrentLinkedQueue<>();
+    /** Guards {@link #outbox}, {@link #flushing} and the order of {@link #pending}. */
+    private final Object queueLock = new Object();
+    private final Queue<Pending> pending = new ConcurrentLinkedQueue<>();
+    private ArrayList<byte[]> outbox = new ArrayList<>();
+    private boolean flushing;
+    private ScheduledFuture<?> tick;
     private final ScheduledExecutorService timer;
     private final String address;
     private volatile boolean closed;
@@ -47,6 +50,10 @@ final class Connection {
         this.reader = new Resp.Reader(socket.getInputStream());
         this.timer = timer;
         this.address = address;
+    }
+
+    /** A command waiting for its reply; deadline is a System.nanoTime() value, or 0 for none. */
+    private record Pending(CompletableFuture<Object> future, long deadline) {
     }
 
     /** Opens a connection to host:port and runs the handshake (HELLO/AUTH, SETNAME, SELECT, DURABILITY). */
@@ -165,6 +172,8 @@ final class Connection {
     }
 
     private void startReader() {
+        // one periodic check per connection instead of one timer task per command
+        tick = timer.scheduleWithFixedDelay(this::checkTimeouts, 10, 10, TimeUnit.MILLISECONDS);
         Thread t = new Thread(this::readLoop, "ruvio-reader-" + address);
         t.setDaemon(true);
         t.start();
@@ -186,7 +195,8 @@ final class Connection {
                 if (v instanceof Push) {
                     continue; // out-of-band message nobody listens to
                 }
-                CompletableFuture<Object> f = pending.poll();
+                Pending p = pending.poll();
+                CompletableFuture<Object> f = p == null ? null : p.future();
                 if (f == null) {
                     close(new RuvioConnectionException("protocol error: a reply arrived that no command waits for",
                             null, true));
@@ -213,70 +223,100 @@ final class Connection {
         return sendBatch(timeoutMs, List.<Object[]>of(args)).get(0);
     }
 
-    /** Sends several commands in one write; their futures, in order. */
+    /**
+     * Sends several commands in one write; their futures, in order. Writes are combined: a thread that finds no
+     * write in progress writes everything queued so far (its own bytes and those other threads add meanwhile) in as
+     * few system calls as possible, so many threads sharing the connection pipeline naturally.
+     */
     List<CompletableFuture<Object>> sendBatch(long timeoutMs, List<Object[]> commands) {
         ByteArrayOutputStream buf = new ByteArrayOutputStream(64 * commands.size());
         for (Object[] c : commands) {
             Resp.encode(buf, c);
         }
+        long deadline = timeoutMs > 0 ? Math.max(1, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs)) : 0;
         List<CompletableFuture<Object>> fs = new ArrayList<>(commands.size());
+        List<Pending> ps = new ArrayList<>(commands.size());
         for (int i = 0; i < commands.size(); i++) {
-            fs.add(new CompletableFuture<>());
+            CompletableFuture<Object> f = new CompletableFuture<>();
+            fs.add(f);
+            ps.add(new Pending(f, deadline));
         }
-        writeLock.lock();
-        try {
+        synchronized (queueLock) {
             if (closed) {
                 RuvioConnectionException e = new RuvioConnectionException(
                         "connection to " + address + " is closed", null, false);
                 fs.forEach(f -> f.completeExceptionally(e));
                 return fs;
             }
-            pending.addAll(fs);
+            pending.addAll(ps);
+            outbox.add(buf.toByteArray());
+            if (flushing) {
+                return fs;
+            }
+            flushing = true;
+        }
+        flushLoop();
+        return fs;
+    }
+
+    private void flushLoop() {
+        while (true) {
+            ArrayList<byte[]> batch;
+            synchronized (queueLock) {
+                if (outbox.isEmpty() || closed) {
+                    flushing = false;
+                    outbox.clear();
+                    return;
+                }
+                batch = outbox;
+                outbox = new ArrayList<>();
+            }
             try {
-                buf.writeTo(out);
+                for (byte[] b : batch) {
+                    out.write(b);
+                }
                 out.flush();
             } catch (IOException e) {
-                // fail outside the write lock's critical path is not needed: close() fails every pending future
-                closeLater(new RuvioConnectionException("connection to " + address + " lost while sending: " + e,
+                close(new RuvioConnectionException("connection to " + address + " lost while sending: " + e,
                         e, true));
-            }
-        } finally {
-            writeLock.unlock();
-        }
-        if (timeoutMs > 0) {
-            CompletableFuture<Object> last = fs.get(fs.size() - 1);
-            ScheduledFuture<?> task = timer.schedule(() -> {
-                if (!last.isDone()) {
-                    RuvioTimeoutException te = new RuvioTimeoutException(
-                            "no reply from " + address + " within " + timeoutMs + " ms; the command's fate is unknown");
-                    for (CompletableFuture<Object> f : fs) {
-                        f.completeExceptionally(te);
-                    }
-                    close(new RuvioConnectionException("connection to " + address
-                            + " closed after a command timed out", te, true));
+                synchronized (queueLock) {
+                    flushing = false;
+                    outbox.clear();
                 }
-            }, timeoutMs, TimeUnit.MILLISECONDS);
-            last.whenComplete((v, e) -> task.cancel(false));
+                return;
+            }
         }
-        return fs;
+    }
+
+    private void checkTimeouts() {
+        long now = System.nanoTime();
+        for (Pending p : pending) {
+            if (p.deadline() != 0 && now - p.deadline() > 0 && !p.future().isDone()) {
+                RuvioTimeoutException te = new RuvioTimeoutException("no reply from " + address
+                        + " within the timeout; the command's fate is unknown");
+                p.future().completeExceptionally(te);
+                close(new RuvioConnectionException("connection to " + address
+                        + " closed after a command timed out", te, true));
+                return;
+            }
+        }
     }
 
     /** Sends a command that gets no paired reply (subscribed mode: replies go to the push handler). */
     void sendNoReply(Object... args) {
-        byte[] b = Resp.encode(args);
-        writeLock.lock();
-        try {
+        synchronized (queueLock) {
             if (closed) {
                 throw new RuvioConnectionException("connection to " + address + " is closed", null, false);
             }
-            Resp.writeAll(out, b);
-        } catch (IOException e) {
-            RuvioConnectionException ce = new RuvioConnectionException(
-                    "connection to " + address + " lost while sending: " + e, e, true);
-            closeLater(ce);
-            throw ce;
-        } finally {
-            writeLock.unlock();
+            outbox.add(Resp.encode(args));
+            if (flushing) {
+                return;
+            }
+            flushing = true;
+        }
+        flushLoop();
+        if (closed) {
+            throw new RuvioConnectionException("connection to " + address + " lost while sending", null, true);
         }
     }
 
@@ -285,32 +325,33 @@ final class Connection {
         return Futures.await(send(timeoutMs, args));
     }
 
-    private void closeLater(RuvioConnectionException e) {
-        // called with the write lock held: closing the socket makes the reader fail every pending future
-        closed = true;
-        closeQuietly(socket);
-        failPending(e);
-    }
-
     /** Closes the connection; every command still waiting fails with the given cause. */
     void close(RuntimeException cause) {
-        closed = true;
+        List<Pending> toFail = new ArrayList<>();
+        boolean wasClosed;
+        synchronized (queueLock) {
+            wasClosed = closed;
+            closed = true;
+            Pending p;
+            while ((p = pending.poll()) != null) {
+                toFail.add(p);
+            }
+        }
+        ScheduledFuture<?> t = tick;
+        if (t != null) {
+            t.cancel(false);
+        }
         closeQuietly(socket);
-        failPending(cause);
+        for (Pending p : toFail) {
+            p.future().completeExceptionally(cause);
+        }
         Consumer<Object> h = pushHandler;
-        if (h != null) {
+        if (h != null && !wasClosed) {
             try {
                 h.accept(cause);
             } catch (RuntimeException e) {
                 // ignore
             }
-        }
-    }
-
-    private void failPending(RuntimeException cause) {
-        CompletableFuture<Object> f;
-        while ((f = pending.poll()) != null) {
-            f.completeExceptionally(cause);
         }
     }
 
