@@ -361,6 +361,7 @@ public final class ConformanceRunner {
         final Map<String, String> saved = new HashMap<>();
         final Map<String, CompletableFuture<Object>> asyncs = new HashMap<>();
         final Map<String, Long> asyncSent = new HashMap<>();
+        final Map<String, String> asyncConn = new HashMap<>();
         final Map<String, LockHandle> guards = new HashMap<>();
         final Map<String, Long> guardSent = new HashMap<>();
         final Map<String, Long> guardTtl = new HashMap<>();
@@ -440,6 +441,7 @@ public final class ConformanceRunner {
                     if (st.containsKey("async")) {
                         String id = (String) st.get("async");
                         asyncSent.put(id, System.nanoTime());
+                        asyncConn.put(id, (String) st.getOrDefault("conn", "a"));
                         asyncs.put(id, typed ? typedAsync(cl, args) : cl.async().command(args.toArray()));
                         return;
                     }
@@ -470,6 +472,27 @@ public final class ConformanceRunner {
                 case "await" -> {
                     String id = (String) st.get("id");
                     CompletableFuture<Object> f = asyncs.get(id);
+                    Map<String, Object> expect = (Map<String, Object>) st.get("expect");
+                    if ("dropped".equals(expect.get("match"))) {
+                        try {
+                            Object v = f.get(30, TimeUnit.SECONDS);
+                            throw new Failure("expected the connection to be dropped; got " + describe(v));
+                        } catch (java.util.concurrent.TimeoutException e) {
+                            throw new Failure("no reply and no connection loss within 30 s");
+                        } catch (java.util.concurrent.ExecutionException e) {
+                            Throwable t = Futures.cause(e);
+                            if (!(t instanceof RuvioConnectionException)) {
+                                throw new Failure("expected the connection to be dropped; got " + t);
+                            }
+                        } catch (InterruptedException e) {
+                            throw new Failure("interrupted");
+                        }
+                        RuvioClient gone = conns.remove(asyncConn.get(id));
+                        if (gone != null) {
+                            gone.close();
+                        }
+                        return;
+                    }
                     Object v;
                     try {
                         v = f.get(30, TimeUnit.SECONDS);
@@ -493,7 +516,7 @@ public final class ConformanceRunner {
                             throw new Failure("reply after " + elapsedMs + " ms, expected at least " + min);
                         }
                     }
-                    String why = match((Map<String, Object>) st.get("expect"), v);
+                    String why = match(expect, v);
                     if (why != null) {
                         throw new Failure(why + "; got " + describe(v));
                     }
