@@ -18,6 +18,8 @@ final class ClientCore {
     final ScheduledExecutorService timer;
     private final Object connectLock = new Object();
     private volatile Connection shared;
+    private RuntimeException lastConnectFailure;
+    private long lastConnectFailureNanos;
     private final Deque<Connection> idle = new ArrayDeque<>();
     private final SentinelDiscovery discovery;
     private volatile boolean closed;
@@ -55,12 +57,31 @@ final class ClientCore {
         if (c != null && c.isOpen()) {
             return c;
         }
+        long waitingSince = System.nanoTime();
         synchronized (connectLock) {
             c = shared;
             if (c != null && c.isOpen()) {
                 return c;
             }
-            c = openConnection();
+            // Callers that queued behind an attempt that failed share its failure instead of each waiting a whole
+            // connect timeout in turn (50 threads against a dead server must not wait 50 timeouts).
+            RuntimeException failed = lastConnectFailure;
+            if (failed != null && lastConnectFailureNanos - waitingSince > 0) {
+                if (failed instanceof RuvioTimeoutException) {
+                    throw new RuvioTimeoutException(failed.getMessage());
+                }
+                if (failed instanceof RuvioServerException se) {
+                    throw new RuvioServerException(se.serverMessage());
+                }
+                throw new RuvioConnectionException(failed.getMessage(), failed, false);
+            }
+            try {
+                c = openConnection();
+            } catch (RuntimeException e) {
+                lastConnectFailure = e;
+                lastConnectFailureNanos = System.nanoTime();
+                throw e;
+            }
             shared = c;
             return c;
         }

@@ -205,6 +205,33 @@ class CommandApiTest {
     }
 
     @Test
+    void manyThreadsAgainstADeadServerFailWithinAboutOneTimeout() throws Exception {
+        ServerProcess own = ServerProcess.ruvio();
+        RuvioClient a = RuvioClient.connect(ClientOptions.builder().port(own.port)
+                .connectTimeout(Duration.ofMillis(1000)).commandTimeout(Duration.ofMillis(1000)).build());
+        own.pause(); // TCP connects still succeed (kernel backlog), the handshake never answers
+        try {
+            var pool = java.util.concurrent.Executors.newFixedThreadPool(20);
+            long start = System.nanoTime();
+            var fs = new java.util.ArrayList<java.util.concurrent.Future<?>>();
+            for (int i = 0; i < 20; i++) {
+                fs.add(pool.submit(() -> assertThrows(RuvioException.class, a::ping)));
+            }
+            for (var f : fs) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            // one command timeout plus at most one or two connect timeouts, not 20 in turn (generous bound)
+            assertTrue(ms < 15_000, "20 callers failed after " + ms + " ms");
+            pool.shutdown();
+        } finally {
+            own.resume();
+            a.close();
+            own.close();
+        }
+    }
+
+    @Test
     void tlsHandshakeAgainstAPlainServerFailsWithinTheTimeout() {
         // Ruvio has no TLS listener yet: a rediss:// client must fail cleanly (no hang) against a plain port
         long start = System.nanoTime();
