@@ -28,8 +28,10 @@ import java.util.function.Consumer;
  * Loss runs the {@link LockOptions#onLost} callback, then completes {@link #lost()}, once.
  *
  * <p><b>Release.</b> {@link #release()} and {@link #close()} stop the watchdog and send {@code RELEASE} (retried once
- * if the connection was lost). After a loss, release answers {@code false} and never throws. A lock that is released
- * is not "lost": {@link #lost()} then never completes.
+ * if the connection was lost). After a loss, release never throws: it answers {@code false} (or {@code true} in the
+ * rare case where the server still had the lease, e.g. a renewal that succeeded after the local deadline), and
+ * {@code false} when the server cannot be reached. A lock that is released is not "lost": {@link #lost()} then never
+ * completes.
  *
  * <p>Thread-safe.
  */
@@ -260,7 +262,7 @@ public final class LockHandle implements AutoCloseable {
      * Stops the watchdog and sends {@code RELEASE} (retried once after a lost connection).
      *
      * @return {@code true} when released; {@code false} when the token no longer held the lock (after a loss, or a
-     *     second call); after a loss it never throws
+     *     second call); after a loss it never throws (an unreachable server then answers {@code false})
      */
     public boolean release() {
         return Futures.await(releaseAsync());
