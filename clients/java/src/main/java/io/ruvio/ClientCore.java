@@ -16,6 +16,8 @@ import java.util.function.Function;
 final class ClientCore {
     final ClientOptions options;
     final ScheduledExecutorService timer;
+    /** Runs user callbacks (lock loss) so that a slow callback cannot delay timeouts and renewals. */
+    final java.util.concurrent.ExecutorService callbacks;
     private final Object connectLock = new Object();
     private volatile Connection shared;
     private RuntimeException lastConnectFailure;
@@ -33,6 +35,11 @@ final class ClientCore {
         });
         t.setRemoveOnCancelPolicy(true);
         this.timer = Executors.unconfigurableScheduledExecutorService(t);
+        this.callbacks = Executors.newSingleThreadExecutor(r -> {
+            Thread th = new Thread(r, "ruvio-callbacks");
+            th.setDaemon(true);
+            return th;
+        });
         this.discovery = options.sentinels().isEmpty() ? null : new SentinelDiscovery(this);
     }
 
@@ -201,5 +208,6 @@ final class ClientCore {
             discovery.close();
         }
         timer.shutdownNow();
+        callbacks.shutdown();
     }
 }

@@ -181,14 +181,21 @@ public final class LockHandle implements AutoCloseable {
             lossReason = reason;
             cancelTasks();
         }
-        if (onLost != null) {
-            try {
-                onLost.accept(this);
-            } catch (RuntimeException e) {
-                // a failing callback must not break the watchdog thread
+        Runnable signal = () -> {
+            if (onLost != null) {
+                try {
+                    onLost.accept(this);
+                } catch (RuntimeException e) {
+                    // a failing callback must not stop the signal
+                }
             }
+            lost.complete(null);
+        };
+        try {
+            core.callbacks.execute(signal);
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            signal.run(); // the client is closing
         }
-        lost.complete(null);
     }
 
     private void cancelTasks() {
@@ -220,7 +227,7 @@ public final class LockHandle implements AutoCloseable {
 
     /**
      * Completes (with {@code null}) when the lock is lost; never completes if it is released first. Completed on the
-     * client's timer thread: do not block in dependent stages.
+     * client's callback thread (shared by all handles of the client): do not block in dependent stages.
      *
      * @return the loss future
      */

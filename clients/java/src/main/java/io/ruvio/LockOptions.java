@@ -81,7 +81,8 @@ public final class LockOptions {
     }
 
     /**
-     * A callback run once when the lock is lost (on the client's timer thread: keep it short, do not block).
+     * A callback run once when the lock is lost, before {@link LockHandle#lost()} completes (on the client's callback
+     * thread, shared by all handles of the client: keep it short, do not block).
      *
      * @param callback receives the handle; {@link LockHandle#lossReason()} says why
      * @return these options
