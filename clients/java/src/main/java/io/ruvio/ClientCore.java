@@ -118,15 +118,8 @@ final class ClientCore {
         return fs;
     }
 
-    /** A -READONLY reply means the node is no longer the primary: drop the connection so the next one rediscovers. */
+    /** A -READONLY reply closes its connection (in Connection's reader) so the next command rediscovers. */
     CompletableFuture<Object> watchReadonly(Connection c, CompletableFuture<Object> f) {
-        f.whenComplete((v, e) -> {
-            Throwable t = e == null ? null : Futures.cause(e);
-            if (t instanceof RuvioServerException s && "READONLY".equals(s.code())) {
-                c.close(new RuvioConnectionException("the server answered READONLY: rediscovering the primary",
-                        s, false));
-            }
-        });
         return f;
     }
 

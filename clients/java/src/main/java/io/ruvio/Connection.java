@@ -203,6 +203,14 @@ final class Connection {
                     return;
                 }
                 if (v instanceof RuvioServerException e) {
+                    if ("READONLY".equals(e.code())) {
+                        // The node is no longer the primary: close before answering, so the caller's next command
+                        // already goes to a new connection (which rediscovers the primary with sentinels).
+                        close(new RuvioConnectionException("connection to " + address
+                                + " closed: the server answered READONLY (not the primary)", e, true));
+                        f.completeExceptionally(new RuvioServerException(e.serverMessage()));
+                        return;
+                    }
                     f.completeExceptionally(new RuvioServerException(e.serverMessage()));
                 } else {
                     f.complete(v);
