@@ -302,9 +302,11 @@ final class Connection {
             if (p.deadline() != 0 && now - p.deadline() > 0 && !p.future().isDone()) {
                 RuvioTimeoutException te = new RuvioTimeoutException("no reply from " + address
                         + " within the timeout; the command's fate is unknown");
-                p.future().completeExceptionally(te);
+                // close first, so the caller's next command already opens a new connection
+                pending.remove(p);
                 close(new RuvioConnectionException("connection to " + address
                         + " closed after a command timed out", te, true));
+                p.future().completeExceptionally(te);
                 return;
             }
         }

@@ -23,7 +23,7 @@ import java.util.function.Consumer;
  *
  * <p><b>Loss.</b> The handle keeps, on the client's monotonic clock ({@link System#nanoTime()}), the earliest time at
  * which the server-side deadline can pass: the send time of the last successful LEASE or RENEW plus its TTL. When no
- * renewal has succeeded by that time minus a margin of TTL/10, it reports loss
+ * renewal has succeeded by that time minus a margin of TTL/5, it reports loss
  * ({@link LockLossReason#DEADLINE_PASSED}) before the server frees the lock, even if the server cannot be reached.
  * Loss runs the {@link LockOptions#onLost} callback, then completes {@link #lost()}, once.
  *
@@ -48,6 +48,7 @@ public final class LockHandle implements AutoCloseable {
     private final Consumer<LockHandle> onLost;
     private final CompletableFuture<Void> lost = new CompletableFuture<>();
     private volatile LockLossReason lossReason;
+    private volatile long lostAtNanos;
     private long confirmedUntil;
     private boolean done;
     private boolean released;
@@ -62,7 +63,7 @@ public final class LockHandle implements AutoCloseable {
         this.name = name;
         this.token = token;
         this.ttlMs = ttlMs;
-        this.marginNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, ttlMs / 10));
+        this.marginNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, ttlMs / 5));
         this.hasCap = o.maxHold != null;
         this.capDeadline = hasCap ? sentAt + o.maxHold.toNanos() : Long.MAX_VALUE;
         this.autoRenew = o.autoRenew;
@@ -178,6 +179,7 @@ public final class LockHandle implements AutoCloseable {
                 return;
             }
             done = true;
+            lostAtNanos = System.nanoTime();
             lossReason = reason;
             cancelTasks();
         }
@@ -244,6 +246,16 @@ public final class LockHandle implements AutoCloseable {
     public LockHandle onLost(Runnable action) {
         lost.thenRun(action);
         return this;
+    }
+
+    /**
+     * When the loss was detected, on the {@link System#nanoTime()} clock (the callback and {@link #lost()} follow
+     * on the client's callback thread).
+     *
+     * @return the detection instant, or 0 while not lost
+     */
+    public long lostAtNanos() {
+        return lostAtNanos;
     }
 
     /**
