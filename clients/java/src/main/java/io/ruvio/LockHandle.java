@@ -76,18 +76,23 @@ public final class LockHandle implements AutoCloseable {
 
     static CompletableFuture<LockHandle> acquire(RuvioAsyncClient client, ClientCore core, String name,
                                                  Duration ttl, LockOptions o) {
+        return acquire(client, core, name, 0, ttl, o);
+    }
+
+    /** Takes a lease (limit 0) or a semaphore slot (limit above 0) and starts the watchdog. */
+    static CompletableFuture<LockHandle> acquire(RuvioAsyncClient client, ClientCore core, String name, int limit,
+                                                 Duration ttl, LockOptions o) {
         long ttlMs = ttl.toMillis();
         if (ttlMs < 1) {
             throw new IllegalArgumentException("the lock TTL must be at least 1 ms");
         }
         long sentAt = System.nanoTime();
+        long waitMs = o.waitForever ? 0 : o.wait != null && o.wait.toMillis() > 0 ? o.wait.toMillis() : -1;
         CompletableFuture<Long> f;
-        if (o.waitForever) {
-            f = client.lease(name, ttlMs, 0);
-        } else if (o.wait != null && o.wait.toMillis() > 0) {
-            f = client.lease(name, ttlMs, o.wait.toMillis());
+        if (limit > 0) {
+            f = waitMs < 0 ? client.semaphore(name, limit, ttlMs) : client.semaphore(name, limit, ttlMs, waitMs);
         } else {
-            f = client.lease(name, ttlMs);
+            f = waitMs < 0 ? client.lease(name, ttlMs) : client.lease(name, ttlMs, waitMs);
         }
         return f.thenApply(tok -> {
             if (tok == null) {

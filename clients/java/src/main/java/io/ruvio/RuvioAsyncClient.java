@@ -232,6 +232,23 @@ public final class RuvioAsyncClient {
         return LockHandle.acquire(this, core, name, ttl, options);
     }
 
+    /**
+     * The lock helper for one slot of a semaphore (see
+     * {@link RuvioClient#trySemaphore(String, int, Duration, LockOptions)}).
+     *
+     * @param name the semaphore's key
+     * @param limit the number of slots
+     * @param ttl the slot's TTL
+     * @param options waiting, hold cap, renewal, loss callback
+     * @return the handle of the slot, or {@code null} when no slot was granted
+     */
+    public CompletableFuture<LockHandle> trySemaphore(String name, int limit, Duration ttl, LockOptions options) {
+        if (limit < 1) {
+            throw new IllegalArgumentException("limit must be at least 1");
+        }
+        return LockHandle.acquire(this, core, name, limit, ttl, options);
+    }
+
     private long waitTimeout(long waitMs) {
         if (waitMs < 0) {
             return core.commandTimeoutMs(); // the server answers its error

@@ -312,6 +312,21 @@ public final class RuvioClient implements AutoCloseable {
     }
 
     /**
+     * The lock helper for one slot of a semaphore: takes a slot ({@code SEMAPHORE key limit ttl}, waiting as the
+     * options say) and returns a handle that renews that slot at TTL/3, signals its loss and releases it on
+     * {@link LockHandle#close()}, exactly as for a lease.
+     *
+     * @param name the semaphore's key
+     * @param limit the number of slots
+     * @param ttl the slot's TTL
+     * @param options waiting, hold cap, renewal, loss callback
+     * @return the handle of the slot, or {@code null} when no slot was granted
+     */
+    public LockHandle trySemaphore(String name, int limit, Duration ttl, LockOptions options) {
+        return Futures.await(async.trySemaphore(name, limit, ttl, options));
+    }
+
+    /**
      * A new pipeline on the shared connection.
      *
      * @return the pipeline

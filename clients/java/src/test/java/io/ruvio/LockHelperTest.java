@@ -180,6 +180,32 @@ class LockHelperTest {
     }
 
     @Test
+    void semaphoreSlotsWithTheHelper() throws Exception {
+        String k = key("semhelper");
+        try (LockHandle a = c.trySemaphore(k, 2, Duration.ofMillis(1500), LockOptions.defaults());
+             LockHandle b = c.trySemaphore(k, 2, Duration.ofMillis(1500), LockOptions.defaults())) {
+            assertNotNull(a);
+            assertNotNull(b);
+            assertTrue(b.token() > a.token());
+            assertNull(c.trySemaphore(k, 2, Duration.ofSeconds(10), LockOptions.defaults()), "both slots taken");
+            ServerProcess.sleep(4000); // more than two TTLs: both slots are renewed
+            assertTrue(a.isHeld() && b.isHeld());
+            LockInfo info = c.lockInfo(k);
+            assertEquals("semaphore", info.kind());
+            assertEquals(2, info.holders().size());
+            CompletableFuture<LockHandle> waiter = c.async().trySemaphore(k, 2, Duration.ofSeconds(10),
+                    LockOptions.defaults().waitFor(Duration.ofSeconds(20)));
+            assertTrue(ServerProcess.waitFor(10_000, () -> c.lockInfo(k).waiters() == 1));
+            assertTrue(a.release());
+            try (LockHandle third = waiter.get(30, TimeUnit.SECONDS)) {
+                assertNotNull(third);
+                assertTrue(third.token() > b.token());
+            }
+        }
+        assertEquals(0L, c.command("EXISTS", k), "the semaphore goes away with its last holder");
+    }
+
+    @Test
     void waitingForms() throws Exception {
         String k = key("wait");
         Long t = c.lease(k, 30_000);
