@@ -937,6 +937,18 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
 
   private async doClose(): Promise<void> {
     if (this.state === "closed") return;
+    if (this.state === "connecting" && this.offline.some((p) => !p.done)) {
+      // Commands asked for before the connection was ready are still sent, if it becomes ready in time.
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(done, this.options.connectTimeout);
+        function done() {
+          clearTimeout(t);
+          resolve();
+        }
+        this.once("ready", done);
+        this.once("end", done);
+      });
+    }
     const sock = this.socket;
     this.state = "closing";
     this.failOffline(new ConnectionError("client is closed"));
