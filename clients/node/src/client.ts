@@ -663,7 +663,9 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
 
   /**
    * `LEASE key ttlMs [WAIT waitMs]`: takes the single-holder lock. Resolves with the fencing token (a decimal
-   * string) when you hold it, `null` when someone else does (or the wait ran out). Never retried by the client.
+   * string) when you hold it, `null` when someone else does (or the wait ran out). `waitMs`: wait that long in the
+   * server's fair queue (0 or absent: do not wait; `Infinity`: wait without a limit, sent as `WAIT 0`). Never
+   * retried by the client.
    */
   async lease(key: string, ttlMs: number, opts: { waitMs?: number } = {}): Promise<Token | null> {
     const args: Arg[] = ["LEASE", key, ttlMs];
@@ -759,13 +761,15 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
   }
 
   private withWait(args: Arg[], waitMs?: number): Arg[] {
-    if (waitMs !== undefined && waitMs > 0) args.push("WAIT", waitMs);
+    if (waitMs === Infinity) args.push("WAIT", 0);
+    else if (waitMs !== undefined && waitMs > 0) args.push("WAIT", Math.ceil(waitMs));
     return args;
   }
 
   private waitTimeout(waitMs?: number): CommandOptions {
     const t = this.options.commandTimeout;
     if (!waitMs || t === 0) return {};
+    if (waitMs === Infinity) return { timeout: 0 };
     return { timeout: t + waitMs };
   }
 

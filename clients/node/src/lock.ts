@@ -4,7 +4,7 @@ import { LockLostError, RuvioError } from "./errors.js";
 
 /** Options of {@link RuvioClient.acquire} and {@link RuvioClient.using}. */
 export interface AcquireOptions {
-  /** Wait up to this many ms for the lock in the server's fair queue (`WAIT`). Default: do not wait. */
+  /** Wait up to this many ms for the lock in the server's fair queue (`WAIT`; `Infinity`: no limit). Default: do not wait. */
   waitMs?: number;
   /** Take a slot of a semaphore with this many slots instead of a single-holder lease. */
   limit?: number;

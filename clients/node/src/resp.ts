@@ -53,6 +53,46 @@ export function encodeCommand(args: readonly Arg[]): Buffer {
 }
 
 const INCOMPLETE = Symbol("incomplete");
+const INTEGER = /^-?[0-9]+$/;
+const DOUBLE = /^(?:[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|-inf|nan)$/;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** A RESP protocol violation in the bytes received; the connection that produced them must be dropped. */
+export class ProtocolError extends Error {}
+
+function protocolError(what: string): ProtocolError {
+  return new ProtocolError(`RESP protocol error: ${what}`);
+}
+
+function length(line: string): number {
+  if (!INTEGER.test(line)) throw protocolError(`invalid length ${JSON.stringify(line)}`);
+  return Number(line);
+}
+
+/**
+ * The decoder's type-preserving form (used by the conformance runner): every value is an object with a `type`
+ * (`nil`, `simple`, `error`, `integer`, `bulk`, `array`, `map`, `set`, `double`, `boolean`, `verbatim`,
+ * `bignumber`, `push`), integers as decimal strings, map entries as `[key, value]` pairs in wire order.
+ * @internal
+ */
+export type ModelValue = { type: string; [field: string]: unknown };
+
+function model(v: ModelValue): RespValue {
+  return v as unknown as RespValue;
+}
+
+function errorModel(text: string): ModelValue {
+  const space = text.indexOf(" ");
+  return { type: "error", text, code: space === -1 ? text : text.slice(0, space) };
+}
+
+function bytesModel(b: Buffer): ModelValue {
+  try {
+    return { type: "bulk", value: utf8.decode(b) };
+  } catch {
+    return { type: "bulk", hex: b.toString("hex") };
+  }
+}
 type Parsed = RespValue | typeof INCOMPLETE;
 
 function toInteger(text: string): number | bigint {
@@ -70,6 +110,8 @@ export class Decoder {
   private pos = 0;
   /** Return bulk strings as Buffers instead of strings. */
   buffers = false;
+  /** @internal Produce {@link ModelValue}s (the conformance corpus's typed form) instead of JavaScript values. */
+  model = false;
 
   constructor(private readonly onValue: (v: RespValue) => void) {}
 
@@ -89,6 +131,11 @@ export class Decoder {
     }
   }
 
+  /** Bytes received but not yet decoded (a partial value). */
+  buffered(): number {
+    return this.buf.length - this.pos;
+  }
+
   /** Drops any partial input (after a reconnect). */
   reset(): void {
     this.buf = Buffer.alloc(0);
@@ -106,6 +153,9 @@ export class Decoder {
   private blob(len: number): Buffer | typeof INCOMPLETE {
     if (this.pos + len + 2 > this.buf.length) return INCOMPLETE;
     const b = this.buf.subarray(this.pos, this.pos + len);
+    if (this.buf[this.pos + len] !== 13 || this.buf[this.pos + len + 1] !== 10) {
+      throw protocolError(`a ${len}-byte string not followed by CRLF`);
+    }
     this.pos += len + 2;
     return b;
   }
@@ -115,74 +165,86 @@ export class Decoder {
     const type = this.buf[this.pos++];
     const line = this.line();
     if (line === INCOMPLETE) return INCOMPLETE;
+    const m = this.model;
     switch (type) {
       case 43: // +
-        return line;
+        return m ? model({ type: "simple", value: line }) : line;
       case 45: // -
-        return new ReplyError(line);
+        return m ? model(errorModel(line)) : new ReplyError(line);
       case 58: // :
-        return toInteger(line);
+        if (!INTEGER.test(line)) throw protocolError(`invalid integer ${JSON.stringify(line)}`);
+        return m ? model({ type: "integer", value: BigInt(line).toString() }) : toInteger(line);
       case 36: { // $
-        const len = Number(line);
-        if (len < 0) return null;
+        const len = length(line);
+        if (len < 0) return m ? model({ type: "nil" }) : null;
         const b = this.blob(len);
         if (b === INCOMPLETE) return INCOMPLETE;
+        if (m) return model(bytesModel(b));
         return this.buffers ? Buffer.from(b) : b.toString("utf8");
       }
       case 33: { // ! blob error
-        const b = this.blob(Number(line));
+        const b = this.blob(length(line));
         if (b === INCOMPLETE) return INCOMPLETE;
-        return new ReplyError(b.toString("utf8"));
+        return m ? model(errorModel(b.toString("utf8"))) : new ReplyError(b.toString("utf8"));
       }
       case 61: { // = verbatim
-        const b = this.blob(Number(line));
+        const b = this.blob(length(line));
         if (b === INCOMPLETE) return INCOMPLETE;
-        return b.toString("utf8", 4);
+        if (b.length < 4 || b[3] !== 58) throw protocolError("verbatim string without a format");
+        return m ? model({ type: "verbatim", format: b.toString("utf8", 0, 3), value: b.toString("utf8", 4) }) : b.toString("utf8", 4);
       }
       case 42: // *
       case 126: // ~
       case 62: { // >
-        const n = Number(line);
-        if (n < 0) return null;
+        const n = length(line);
+        if (n < 0) return m ? model({ type: "nil" }) : null;
         const out: RespValue[] = new Array(n);
         for (let i = 0; i < n; i++) {
           const v = this.parse();
           if (v === INCOMPLETE) return INCOMPLETE;
           out[i] = v;
         }
+        if (m) return model({ type: type === 42 ? "array" : type === 126 ? "set" : "push", items: out });
         return type === 62 ? new Push(out) : out;
       }
       case 37: { // % map
-        const n = Number(line);
+        const n = length(line);
+        const entries: [RespValue, RespValue][] = [];
         const out: { [key: string]: RespValue } = {};
         for (let i = 0; i < n; i++) {
           const k = this.parse();
           if (k === INCOMPLETE) return INCOMPLETE;
           const v = this.parse();
           if (v === INCOMPLETE) return INCOMPLETE;
-          out[Buffer.isBuffer(k) ? k.toString("utf8") : String(k)] = v;
+          if (m) entries.push([k, v]);
+          else out[Buffer.isBuffer(k) ? k.toString("utf8") : String(k)] = v;
         }
-        return out;
+        return m ? model({ type: "map", entries }) : out;
       }
       case 124: { // | attribute: read and drop, then the value it annotates
-        const n = Number(line);
+        const n = length(line);
         for (let i = 0; i < 2 * n; i++) if (this.parse() === INCOMPLETE) return INCOMPLETE;
         return this.parse();
       }
       case 95: // _
-        return null;
+        if (line !== "") throw protocolError("null with a payload");
+        return m ? model({ type: "nil" }) : null;
       case 35: // #
-        return line === "t";
+        if (line !== "t" && line !== "f") throw protocolError(`invalid boolean ${JSON.stringify(line)}`);
+        return m ? model({ type: "boolean", value: line === "t" }) : line === "t";
       case 44: { // ,
+        if (!DOUBLE.test(line)) throw protocolError(`invalid double ${JSON.stringify(line)}`);
+        if (m) return model({ type: "double", value: line });
         if (line === "inf") return Infinity;
         if (line === "-inf") return -Infinity;
         if (line === "nan") return NaN;
         return Number(line);
       }
       case 40: // (
-        return BigInt(line);
+        if (!INTEGER.test(line)) throw protocolError(`invalid big number ${JSON.stringify(line)}`);
+        return m ? model({ type: "bignumber", value: BigInt(line).toString() }) : BigInt(line);
       default:
-        throw new Error(`RESP protocol error: unexpected type byte ${JSON.stringify(String.fromCharCode(type))}`);
+        throw protocolError(`unexpected type byte ${JSON.stringify(String.fromCharCode(type))}`);
     }
   }
 }
