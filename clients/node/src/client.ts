@@ -187,6 +187,11 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
     return this.state === "ready";
   }
 
+  /** True once the client is closed (or closing): it sends nothing more. */
+  get isClosed(): boolean {
+    return this.state === "closed" || this.state === "closing";
+  }
+
   /** The address of the server this client is connected (or connecting) to. */
   get address(): Address | null {
     return this.currentAddress;

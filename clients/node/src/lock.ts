@@ -82,7 +82,7 @@ export class LockHandle implements AsyncDisposable {
     if (this.lossTimer) clearTimeout(this.lossTimer);
     const at = this.validUntil - this.margin;
     this.lossTimer = setTimeout(() => {
-      const why = now() + this.margin >= this.capAt - 1 ? "the hold cap (maxHoldMs) was reached" : "no renewal succeeded before the deadline";
+      const why = this.validUntil >= this.capAt - 1 ? "the hold cap (maxHoldMs) was reached" : "no renewal succeeded before the deadline";
       this.lose(why);
     }, Math.max(0, at - now()));
   }
@@ -126,7 +126,9 @@ export class LockHandle implements AsyncDisposable {
       }
     } catch (e) {
       if (this.lost || this.released) return;
-      if (e instanceof RuvioError && !("code" in e)) {
+      if (this.client.isClosed) {
+        this.lose("the client was closed", e);
+      } else if (e instanceof RuvioError && !("code" in e)) {
         // A timeout or a connection loss: RENEW carries the token, so trying again is safe.
         this.scheduleRenew(Math.min(period, Math.max(10, (this.validUntil - this.margin - now()) / 3)));
       } else {

@@ -2,16 +2,18 @@
 // transactions with WATCH, pub/sub, connection options, lock commands.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { createClient, ReplyError, RuvioClient, ConnectionError, Pipeline, Transaction } from "ruvio-client";
+import { createClient as realCreateClient, ReplyError, RuvioClient, ConnectionError, Pipeline, Transaction } from "ruvio-client";
 import { startRuvio, waitFor } from "./helpers.mjs";
 
 let server;
+// Every client is closed at the end even when a test fails (an open socket would keep the process alive).
 const clients = [];
-const open = (opts = {}) => {
-  const c = createClient({ port: server.port, ...opts });
+function createClient(opts) {
+  const c = realCreateClient(opts);
   clients.push(c);
   return c;
-};
+}
+const open = (opts = {}) => createClient({ port: server.port, ...opts });
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
 const key = (name) => `t:${run}:${++n}:${name}`;
@@ -20,7 +22,7 @@ before(async () => {
   server = await startRuvio();
 });
 after(async () => {
-  await Promise.all(clients.map((c) => c.close()));
+  for (const c of clients) c.disconnect();
   await server?.cleanup();
 });
 

@@ -94,8 +94,10 @@ class Proc {
   get addr() {
     return `${this.host}:${this.port}`;
   }
-  pause() {
+  /** SIGSTOP, and wait until the kernel shows the process stopped (state T), so nothing it reads runs after. */
+  async pause() {
     this.proc.kill("SIGSTOP");
+    await waitFor(() => /^\d+ \(.*\) T/.test(readFileSync(`/proc/${this.proc.pid}/stat`, "utf8")), 10_000, "the process to stop");
   }
   resume() {
     this.proc.kill("SIGCONT");

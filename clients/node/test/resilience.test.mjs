@@ -1,10 +1,18 @@
 // Timeouts against a paused server, reconnect after a restart, unreachable servers, and the no-resend rule.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { createClient, ConnectionError, ConnectionLostError, TimeoutError } from "ruvio-client";
+import { createClient as realCreateClient, ConnectionError, ConnectionLostError, TimeoutError } from "ruvio-client";
 import { freePort, sleep, startRuvio, waitFor } from "./helpers.mjs";
 
 let server;
+// Every client a test opens is closed at the end even when the test fails (an open socket would keep the file's
+// process alive).
+const opened = [];
+function createClient(opts) {
+  const c = realCreateClient(opts);
+  opened.push(c);
+  return c;
+}
 const run = Math.random().toString(36).slice(2, 8);
 let n = 0;
 const key = (name) => `r:${run}:${++n}:${name}`;
@@ -13,13 +21,14 @@ before(async () => {
   server = await startRuvio();
 });
 after(async () => {
+  for (const c of opened) c.disconnect();
   await server?.cleanup();
 });
 
 test("a paused server (SIGSTOP): the command fails with TimeoutError within the command timeout, fate unknown", async () => {
   const c = createClient({ port: server.port, commandTimeout: 500 });
   await c.ping();
-  server.pause();
+  await server.pause();
   try {
     const started = performance.now();
     await assert.rejects(c.lease(key("paused"), 10_000), (e) => {
@@ -64,7 +73,7 @@ test("an unreachable server is an error within the timeout, never a hang, and no
 });
 
 test("a server that does not answer the handshake: the connect timeout bounds it", async () => {
-  server.pause();
+  await server.pause();
   try {
     const c = createClient({ port: server.port, connectTimeout: 300, commandTimeout: 0, reconnect: false });
     const started = performance.now();

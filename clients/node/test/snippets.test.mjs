@@ -30,6 +30,7 @@ async function runSnippet(name) {
   } finally {
     // The snippets do not close their client (a real program would exit); the harness does.
     await Promise.all(h.clients.map((c) => c.close()));
+    h.clients.forEach((c) => c.disconnect());
     delete globalThis.__ruvioSnippetHarness;
   }
   assert.deepEqual(h.options, [{ host: "127.0.0.1", port: 6379 }], "the snippet creates its client as the post shows");
