@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Node.js client's whole test suite: installs what it needs (npm ci from the committed package-lock.json,
-# redis-server and redis-sentinel for the failover tests), builds with tsc, runs every test with node:test against
+# redis-server and redis-sentinel for the failover tests, openssl for the TLS test's certificate), builds with tsc, runs every test with node:test against
 # $RUVIO_BIN. Exits non-zero on any failure; never skips.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -18,13 +18,13 @@ major="$(node -p 'process.versions.node.split(".")[0]')"
 [ "$major" -ge 20 ] || fail "the tests need Node.js 20 or later (module.register); found $(node --version)"
 
 missing=()
-for tool in redis-server redis-sentinel; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+for tool in redis-server redis-sentinel openssl; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel openssl >/dev/null
   else
-    fail "missing ${missing[*]}: install them (apt-get install -y redis-server redis-sentinel) or run as root"
+    fail "missing ${missing[*]}: install them (apt-get install -y redis-server redis-sentinel openssl) or run as root"
   fi
 fi
 
