@@ -98,6 +98,8 @@ export function resolveOptions(opts: ClientOptions = {}): ResolvedOptions {
   if (merged.sentinels && !merged.serviceName) throw new TypeError("sentinels need a serviceName");
   return {
     ...merged,
+    // A copy: discovery reorders it (the coordinator that answered is asked first next time).
+    sentinels: merged.sentinels?.map((a) => ({ host: a.host, port: a.port })),
     host: merged.host ?? "127.0.0.1",
     port: merged.port ?? 6379,
     protocol: merged.protocol ?? 3,

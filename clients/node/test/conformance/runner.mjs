@@ -9,7 +9,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { createClient, ReplyError } from "ruvio-client";
+import { ConnectionLostError, createClient, ReplyError } from "ruvio-client";
 import { Decoder, encodeCommand } from "../../dist/esm/resp.js";
 
 const env = (name) => {
@@ -330,7 +330,7 @@ async function runStep(run, step, server) {
           (m) => ({ m, at: performance.now() }),
           (e) => ({ err: e, at: performance.now() }),
         );
-        run.asyncs.set(step.async, { p, sent });
+        run.asyncs.set(step.async, { p, sent, conn: step.conn ?? "a" });
         return null;
       }
       if (step.until_ms) {
@@ -352,6 +352,14 @@ async function runStep(run, step, server) {
       const a = run.asyncs.get(step.id);
       if (!a) return `no async command ${step.id}`;
       const r = await withDeadline(a.p, 30_000, `await ${step.id}`);
+      if (step.expect.match === "dropped") {
+        if (!r.err) return `expected the connection to be dropped, got ${show(r.m)}`;
+        if (!(r.err instanceof ConnectionLostError)) return `expected a connection loss, got ${r.err.message}`;
+        // The connection is gone: the client would reconnect by itself, the case wants it dropped.
+        run.conns.get(a.conn)?.disconnect();
+        run.conns.delete(a.conn);
+        return null;
+      }
       if (r.err) throw r.err;
       if (step.min_elapsed_ms && r.at - a.sent < Number(step.min_elapsed_ms)) return `answered after ${r.at - a.sent} ms`;
       const why = check(run, r.m, step, step.expect);
@@ -476,38 +484,57 @@ async function main() {
     else if (f.format === "wire-encode") runEncode(f);
   }
   const addr = env("RUVIO_ADDR");
+  // Scenario runs go 8 at a time, guard cases 4 at a time: keys never collide (each run has its own prefix) and
+  // own servers are separate processes.
+  const scenarioJobs = [];
   for (const f of jsonFiles("scenarios")) {
     if (f.format !== "scenario") continue;
     for (const c of f.cases) {
       for (const p of c.protocols ?? ["2"]) {
         const id = `${c.id}@resp${p}`;
-        const run = new Run(id, Number(p), addr);
-        const why = await runSteps(run, c.steps);
-        await run.close();
-        report(id, why === null, why ?? "");
+        scenarioJobs.push(async () => {
+          const run = new Run(id, Number(p), addr);
+          const why = await runSteps(run, c.steps);
+          await run.close();
+          report(id, why === null, why ?? "");
+        });
       }
     }
   }
+  await pool(scenarioJobs, 8);
+  const guardJobs = [];
   for (const f of jsonFiles("guard")) {
     if (f.format !== "guard") continue;
-    for (const c of f.cases) {
-      let server = null;
-      let why;
-      try {
-        if (c.server === "own") server = await ownServer();
-        const run = new Run(c.id, 2, server ? server.addr : addr);
-        why = await runSteps(run, c.steps, server);
-        if (server) server.proc.kill("SIGCONT");
-        await run.close();
-      } catch (e) {
-        why = `error: ${e.message}`;
-      } finally {
-        await server?.stop();
-      }
-      report(c.id, why === null, why ?? "");
-    }
+    for (const c of f.cases) guardJobs.push(() => runGuard(c, addr));
   }
+  await pool(guardJobs, 4);
   console.log(`node conformance runner: ${counts.pass} passed, ${counts.fail} failed`);
+}
+
+async function pool(jobs, width) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < jobs.length) await jobs[next++]();
+    }),
+  );
+}
+
+async function runGuard(c, addr) {
+  let server = null;
+  let why;
+  try {
+    if (c.server === "own") server = await ownServer();
+    const run = new Run(c.id, 2, server ? server.addr : addr);
+    why = await runSteps(run, c.steps, server);
+    if (server) server.proc.kill("SIGCONT");
+    await run.close();
+  } catch (e) {
+    why = `error: ${e.message}`;
+  } finally {
+    await server?.stop();
+  }
+  report(c.id, why === null, why ?? "");
 }
 
 main().then(
