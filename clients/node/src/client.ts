@@ -833,9 +833,9 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
    * lost between WATCH and EXEC, the transaction is rejected instead of running unwatched.
    */
   async watch(...keys: Arg[]): Promise<"OK"> {
-    const epoch = this.epoch;
     const r = await this.sendCommand(["WATCH", ...keys]);
-    this.watchEpoch = this.epoch === epoch ? epoch : -2;
+    // The reply came on the current connection (a lost one rejects instead): its WATCH state is this epoch's.
+    this.watchEpoch = this.epoch;
     return r as "OK";
   }
 

@@ -195,6 +195,8 @@ for (const protocol of [3, 2]) {
       clients.push(tx);
       assert.ok(tx instanceof RuvioClient);
       const k = key("balance");
+      await tx.watch(k); // right after creation: WATCH waits for the connection like any command
+      await tx.unwatch();
       await base.set(k, 100);
       await tx.watch(k);
       const balance = Number(await tx.get(k));
@@ -209,6 +211,20 @@ for (const protocol of [3, 2]) {
       assert.equal(await tx.unwatch(), "OK");
       await base.set(k, 1);
       assert.deepEqual(await tx.multi().get(k).exec(), ["1"]);
+    });
+
+    test("a connection lost between WATCH and EXEC: the transaction is rejected, never run unwatched", async () => {
+      const base = open({ protocol });
+      const name = `watcher-${run}-${protocol}`;
+      const tx = open({ protocol, name });
+      const k = key("watched");
+      await tx.watch(k);
+      const list = await base.call("CLIENT", "LIST");
+      const id = /id=(\d+)/.exec(list.split("\n").find((l) => l.includes(`name=${name}`)))[1];
+      assert.equal(await base.call("CLIENT", "KILL", "ID", id), 1);
+      await assert.rejects(tx.multi().set(k, "unwatched").exec(), (e) => e instanceof ConnectionError);
+      assert.equal(await tx.ping(), "PONG", "the client reconnects");
+      assert.equal(await base.get(k), null, "nothing ran");
     });
 
     test("pub/sub: subscribe, psubscribe, listeners and events, unsubscribe", async () => {
