@@ -3,12 +3,13 @@
 #   Ruvio:  ruvio-client (clients/node)  LEASE key ttl -> token;  RELEASE key token
 #   Redis:  ioredis against redis-server SET key token NX PX ttl -> OK;  EVALSHA <compare-and-delete> 1 key token
 # CALLERS (50) concurrent async callers share one client each way (the ecosystem's multiplexed connection), random
-# keys out of KEYS, for SECONDS per round; ROUNDS rounds alternate the two sides. Prints each round, then medians:
+# keys out of KEYS, for DURATION seconds per round; ROUNDS rounds alternate the two sides. Prints each round, then medians:
 # cycles/s, the ratio Ruvio/Redis, the server's CPU microseconds per cycle and the Node.js process's own CPU per
-# cycle (is the client the bottleneck?).
+# cycle (is the client the bottleneck?). ioredis runs with enableAutoPipelining (its fastest setting, batching a
+# tick's commands into one write as ruvio-client does); IOREDIS_AUTOPIPELINING=0 runs it without.
 #
 #   RUVIO=target/release/ruvio bash bench/node_client_locks.sh
-#   CALLERS=50 SECONDS=10 ROUNDS=3 KEYS=10000 RUVIO=... bash bench/node_client_locks.sh
+#   CALLERS=50 DURATION=10 ROUNDS=3 KEYS=10000 RUVIO=... bash bench/node_client_locks.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/lib.sh
@@ -17,7 +18,7 @@ RUVIO=${RUVIO:-${RUVIO_BIN:-target/release/ruvio}}
 [ -x "$RUVIO" ] || { echo "no ruvio binary at $RUVIO (set RUVIO)" >&2; exit 1; }
 RUVIO=$(realpath "$RUVIO")
 CALLERS=${CALLERS:-50}
-SECONDS_PER_ROUND=${SECONDS:-10}
+SECONDS_PER_ROUND=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 KEYS=${KEYS:-10000}
 RPORT=${RPORT:-7451}
