@@ -168,6 +168,8 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
   private currentAddress: Address | null = null;
   private drainWaiters: (() => void)[] = [];
   private closing: Promise<void> | null = null;
+  private idleWaiters: RuvioClient[] = [];
+  private readonly busyWaiters = new Set<RuvioClient>();
 
   /** Prefer {@link createClient}. */
   constructor(options: ClientOptions = {}) {
@@ -673,8 +675,7 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
    * retried by the client.
    */
   async lease(key: string, ttlMs: number, opts: { waitMs?: number } = {}): Promise<Token | null> {
-    const args: Arg[] = ["LEASE", key, ttlMs];
-    return toToken(await this.sendCommand(this.withWait(args, opts.waitMs), this.waitTimeout(opts.waitMs)));
+    return toToken(await this.maybeWaiting(["LEASE", key, ttlMs], opts.waitMs));
   }
 
   /**
@@ -682,8 +683,27 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
    * string) or `null` when all slots are taken. Never retried by the client.
    */
   async semaphore(key: string, limit: number, ttlMs: number, opts: { waitMs?: number } = {}): Promise<Token | null> {
-    const args: Arg[] = ["SEMAPHORE", key, limit, ttlMs];
-    return toToken(await this.sendCommand(this.withWait(args, opts.waitMs), this.waitTimeout(opts.waitMs)));
+    return toToken(await this.maybeWaiting(["SEMAPHORE", key, limit, ttlMs], opts.waitMs));
+  }
+
+  /**
+   * A grant that may wait (`WAIT`) blocks its connection on the server until it is answered, so it runs on a
+   * connection of its own, borrowed from a small pool: other commands of this client (the lock helper's renewals
+   * above all) are never held up behind it.
+   */
+  private async maybeWaiting(args: Arg[], waitMs?: number): Promise<RespValue> {
+    const full = this.withWait(args, waitMs);
+    if (!waitMs) return this.sendCommand(full);
+    if (this.isClosed) throw new ConnectionError("client is closed");
+    const b = this.idleWaiters.pop() ?? this.duplicate({ lazyConnect: false });
+    this.busyWaiters.add(b);
+    try {
+      return await b.sendCommand(full, this.waitTimeout(waitMs));
+    } finally {
+      this.busyWaiters.delete(b);
+      if (this.isClosed || b.isClosed || this.idleWaiters.length >= 4) void b.close().catch(() => {});
+      else this.idleWaiters.push(b);
+    }
   }
 
   /** `RENEW key token ttlMs`: true when `token` still holds `key` and its deadline moved to now + ttlMs. */
@@ -963,6 +983,9 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
     this.failOffline(new ConnectionError("client is closed"));
     this.sentinelWatcher?.disconnect();
     this.sentinelWatcher = null;
+    const waiters = [...this.idleWaiters, ...this.busyWaiters];
+    this.idleWaiters = [];
+    await Promise.all(waiters.map((w) => w.close()));
     if (sock && !sock.destroyed) {
       const pending = this.inflight.slice(this.inflightHead).filter((p) => !p.done).length;
       if (pending > 0) await new Promise<void>((r) => this.drainWaiters.push(r));
@@ -980,6 +1003,8 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
   disconnect(): void {
     if (this.state === "closed") return;
     this.state = "closing";
+    for (const w of [...this.idleWaiters, ...this.busyWaiters]) w.disconnect();
+    this.idleWaiters = [];
     this.teardownSocket(new ConnectionLostError("client disconnected before the reply"));
     this.finishClose();
   }

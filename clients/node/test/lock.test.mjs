@@ -186,6 +186,27 @@ test("using(): a routine that outlives a broken lock sees its signal abort", asy
   await c.close();
 });
 
+test("a waiting LEASE on the same client does not hold up the helper's renewals or other commands", async () => {
+  const c = createClient({ port: server.port });
+  const k = key("held");
+  const busy = key("busy");
+  const other = await admin.lease(busy, 30_000);
+  const h = await c.acquire(k, 900);
+  const started = performance.now();
+  // Waits on the server for 3 s (more than three TTLs of the held lock) ...
+  const waiting = c.lease(busy, 30_000, { waitMs: 3000 });
+  // ... while the same client keeps answering at once ...
+  assert.equal(await c.ping(), "PONG");
+  assert.ok(performance.now() - started < 2500, "PING was not queued behind the waiting LEASE");
+  assert.equal(await waiting, null);
+  // ... and the helper renewed all along.
+  assert.equal(h.lost, false);
+  assert.deepEqual((await admin.lockInfo(k)).holders.map((x) => x.token), [h.token]);
+  assert.equal(await h.release(), true);
+  await admin.release(busy, other);
+  await c.close();
+});
+
 test("semaphore slots through acquire({ limit }), and Symbol.asyncDispose on the handle", async () => {
   const c = createClient({ port: server.port });
   const k = key("sem");
