@@ -463,7 +463,9 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
   private onSocketClose(sock: net.Socket): void {
     if (this.socket !== sock) return;
     this.teardownSocket(new ConnectionLostError("connection lost before the reply; the command may or may not have run"));
-    if (this.state === "ready") {
+    if (this.state === "ready" && this.options.reconnect === false) {
+      this.finishClose();
+    } else if (this.state === "ready") {
       this.state = "connecting";
       this.emit("reconnecting", { delay: 0, attempt: 0 });
       this.connectPromise = this.connectLoop();

@@ -137,6 +137,20 @@ test("an in-flight LEASE is failed with ConnectionLostError and never re-sent af
   await Promise.all([holder.close(), victim.close()]);
 });
 
+test("reconnect: false closes the client when its connection drops", async () => {
+  const c = createClient({ port: server.port, name: `once-${run}`, reconnect: false });
+  const admin = createClient({ port: server.port });
+  await c.ping();
+  const ended = new Promise((r) => c.once("end", r));
+  const list = await admin.call("CLIENT", "LIST");
+  const id = /id=(\d+)/.exec(list.split("\n").find((l) => l.includes(`name=once-${run}`)))[1];
+  await admin.call("CLIENT", "KILL", "ID", id);
+  await ended;
+  assert.equal(c.isClosed, true);
+  await assert.rejects(c.ping(), ConnectionError);
+  await admin.close();
+});
+
 test("commands not yet written when the connection drops are sent after the reconnect", async () => {
   const c = createClient({ port: server.port, name: `queued-${run}`, commandTimeout: 20_000 });
   const admin = createClient({ port: server.port });
