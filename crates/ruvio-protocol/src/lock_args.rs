@@ -239,11 +239,12 @@ fn name(s: &'static str) -> Bytes {
     Bytes::from_static(s.as_bytes())
 }
 
-/// Appends `WAIT ms` or `PX ms` when the option is given.
-fn option(args: &mut Vec<Bytes>, option: &'static str, ms: Option<u64>) {
+/// `args`, followed by `WAIT ms` or `PX ms` when the option is given.
+fn with_option(mut args: Vec<Bytes>, option: &'static str, ms: Option<u64>) -> Vec<Bytes> {
     if let Some(ms) = ms {
         args.extend([name(option), int(ms)]);
     }
+    args
 }
 
 impl LockCommand for Lease {
@@ -256,9 +257,7 @@ impl LockCommand for Lease {
     }
 
     fn to_args(&self) -> Vec<Bytes> {
-        let mut args = vec![name(Self::NAME), self.key.clone(), int(self.ttl_ms)];
-        option(&mut args, "WAIT", self.wait_ms);
-        args
+        with_option(vec![name(Self::NAME), self.key.clone(), int(self.ttl_ms)], "WAIT", self.wait_ms)
     }
 }
 
@@ -301,9 +300,7 @@ impl LockCommand for Semaphore {
     }
 
     fn to_args(&self) -> Vec<Bytes> {
-        let mut args = vec![name(Self::NAME), self.key.clone(), int(self.limit), int(self.ttl_ms)];
-        option(&mut args, "WAIT", self.wait_ms);
-        args
+        with_option(vec![name(Self::NAME), self.key.clone(), int(self.limit), int(self.ttl_ms)], "WAIT", self.wait_ms)
     }
 }
 
@@ -317,9 +314,7 @@ impl LockCommand for Ifgt {
     }
 
     fn to_args(&self) -> Vec<Bytes> {
-        let mut args = vec![name(Self::NAME), self.key.clone(), int(self.token), self.value.clone()];
-        option(&mut args, "PX", self.px_ms);
-        args
+        with_option(vec![name(Self::NAME), self.key.clone(), int(self.token), self.value.clone()], "PX", self.px_ms)
     }
 }
 
