@@ -66,7 +66,28 @@ decimal!(i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f6
 ///
 /// Tokens are positive signed 64-bit integers ([`Token`](crate::Token) = `i64`); `u64` is accepted as well so
 /// that `token as u64` works.
-pub trait TokenArg: ToArg {}
-impl TokenArg for i64 {}
-impl TokenArg for u64 {}
-impl<T: TokenArg + ?Sized> TokenArg for &T {}
+pub trait TokenArg: ToArg {
+    /// The token as a 64-bit integer, or `None` when it is not one (then no server can have issued it).
+    #[doc(hidden)]
+    fn token_value(&self) -> Option<i64> {
+        ruvio_protocol::lock_args::parse_integer(&self.to_arg())
+    }
+}
+
+impl TokenArg for i64 {
+    fn token_value(&self) -> Option<i64> {
+        Some(*self)
+    }
+}
+
+impl TokenArg for u64 {
+    fn token_value(&self) -> Option<i64> {
+        i64::try_from(*self).ok()
+    }
+}
+
+impl<T: TokenArg + ?Sized> TokenArg for &T {
+    fn token_value(&self) -> Option<i64> {
+        (**self).token_value()
+    }
+}

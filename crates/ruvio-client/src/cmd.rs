@@ -2,6 +2,7 @@
 
 use bytes::{Bytes, BytesMut};
 use ruvio_protocol::encode_command;
+use ruvio_protocol::lock_args::LockCommand;
 
 use crate::args::ToArg;
 use crate::error::Result;
@@ -33,6 +34,11 @@ impl Cmd {
     /// A command named `name`, without arguments yet.
     pub fn new(name: &str) -> Cmd {
         Cmd { args: vec![Bytes::copy_from_slice(name.as_bytes())] }
+    }
+
+    /// A lock command from its typed arguments.
+    pub(crate) fn lock(command: &impl LockCommand) -> Cmd {
+        Cmd { args: command.to_args() }
     }
 
     pub(crate) fn from_parts(name: Bytes, rest: impl Iterator<Item = Bytes>) -> Cmd {

@@ -2,14 +2,15 @@
 //! deadline).
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Instant;
 
 use bytes::BytesMut;
 use ruvio_protocol::Value;
 
-use crate::endpoint::Hint;
+use crate::endpoint::{Endpoint, Hint};
 use crate::error::{Error, ErrorKind, Result};
+use crate::methods::{connection_methods, unresolved};
 use crate::options::ClientBuilder;
 use crate::reply_buffer::ReplyBuffer;
 
@@ -29,52 +30,13 @@ fn remaining(deadline: Instant, what: &str) -> Result<std::time::Duration> {
 }
 
 impl Connection {
-    /// Connects to the first endpoint that answers and runs the handshake, all before `deadline`.
-    pub fn open(opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
-        let mut last = Error::new(ErrorKind::InvalidConfig, "no address to connect to");
-        for endpoint in opts.connector.endpoints() {
-            let addrs = match (endpoint.host.as_str(), endpoint.port).to_socket_addrs() {
-                Ok(a) => a,
-                Err(e) => {
-                    last = Error::new(ErrorKind::InvalidConfig, format!("cannot resolve {}: {e}", endpoint.host));
-                    continue;
-                }
-            };
-            for addr in addrs {
-                let attempt = remaining(deadline, "connect")
-                    .and_then(|t| TcpStream::connect_timeout(&addr, t).map_err(Error::io))
-                    .and_then(|stream| Connection::set_up(stream, opts, deadline));
-                match attempt {
-                    Ok(c) => return Ok(c),
-                    Err(e) if e.is_server_error() => return Err(e),
-                    Err(e) => last = e,
-                }
-            }
-        }
-        opts.connector.rediscover(Hint::Unreachable);
-        Err(last)
+    fn addresses(endpoint: &Endpoint, _deadline: Instant) -> Result<Vec<SocketAddr>> {
+        let addrs = (endpoint.host.as_str(), endpoint.port).to_socket_addrs().map_err(|e| unresolved(&endpoint.host, e))?;
+        Ok(addrs.collect())
     }
 
-    fn set_up(stream: TcpStream, opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
-        stream.set_nodelay(true).map_err(Error::io)?;
-        let mut conn = Connection { stream, replies: ReplyBuffer::default() };
-        let handshake = opts.handshake();
-        if handshake.is_empty() {
-            return Ok(conn);
-        }
-        let mut out = BytesMut::new();
-        for c in &handshake {
-            c.write_to(&mut out);
-        }
-        let replies = conn.request(&out, handshake.len(), Some(deadline)).map_err(|e| match e.kind() {
-            ErrorKind::Timeout => Error::timeout("connect (handshake)"),
-            _ => e,
-        })?;
-        // Every handshake step must succeed: a wrong password or database must not leave a half-set-up link.
-        if let Some(Value::Error(text)) = replies.iter().find(|r| r.is_error()) {
-            return Err(Error::server(text));
-        }
-        Ok(conn)
+    fn dial(addr: SocketAddr, deadline: Instant) -> Result<TcpStream> {
+        remaining(deadline, "connect").and_then(|t| TcpStream::connect_timeout(&addr, t).map_err(Error::io))
     }
 
     /// Sends `bytes` and reads `count` replies, giving up at `deadline` (`None`: wait as long as it takes).
@@ -117,3 +79,5 @@ impl Connection {
         closed || self.stream.set_nonblocking(false).is_err()
     }
 }
+
+connection_methods!();

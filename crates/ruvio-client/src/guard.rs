@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock_options::{LossReason, Schedule};
 use crate::options::ClientBuilder;
+use crate::renewal::{renewer_methods, Loss};
 use crate::{Client, Token};
 
 /// A shareable view of a guard's loss state: hand a clone to the code doing the protected work and have it
@@ -42,16 +43,6 @@ impl LossSignal {
         let guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         let (guard, _) = cv.wait_timeout_while(guard, timeout, |r| r.is_none()).unwrap_or_else(|p| p.into_inner());
         *guard
-    }
-
-    /// Records the first reason only: later ones (a release after an expiry) do not rewrite history.
-    fn raise(&self, reason: LossReason) {
-        let (lock, cv) = &*self.state;
-        let mut r = lock.lock().unwrap_or_else(|p| p.into_inner());
-        if r.is_none() {
-            *r = Some(reason);
-            cv.notify_all();
-        }
     }
 }
 
@@ -146,24 +137,32 @@ impl Drop for LockGuard {
     }
 }
 
-struct Renewer {
-    client: Client,
-    key: String,
-    token: Token,
-    schedule: Schedule,
-    loss: LossSignal,
+type Renewer = crate::renewal::Renewer<Client, LossSignal>;
+
+impl Loss for LossSignal {
+    fn raise(&self, reason: LossReason) {
+        let (lock, cv) = &*self.state;
+        let mut r = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if r.is_none() {
+            *r = Some(reason);
+            cv.notify_all();
+        }
+    }
 }
+
+renewer_methods!(Client, LossSignal);
 
 impl Renewer {
     fn run(mut self, inbox: mpsc::Receiver<Control>) {
         loop {
             let now = Instant::now();
-            let loss_at = self.schedule.loss_at();
-            if now >= loss_at {
-                self.loss.raise(self.schedule.expiry_reason());
-                break;
-            }
-            let wake = self.schedule.next_renewal().map_or(loss_at, |r| r.min(loss_at));
+            let wake = match self.schedule.wake_at(now) {
+                Ok(wake) => wake,
+                Err(reason) => {
+                    self.loss.raise(reason);
+                    break;
+                }
+            };
             match inbox.recv_timeout(wake.saturating_duration_since(now)) {
                 Ok(Control::Release(reply)) => {
                     let _ = reply.send(self.release());
@@ -175,7 +174,7 @@ impl Renewer {
                 }
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if self.schedule.next_renewal().is_some_and(|r| r <= Instant::now()) && !self.renew() {
+            if self.schedule.renewal_due(Instant::now()) && !self.renew() {
                 break;
             }
         }
@@ -188,34 +187,5 @@ impl Renewer {
                 let _ = self.release();
             }
         }
-    }
-
-    /// One renewal attempt, never running past the loss deadline. False once the lock is known lost.
-    fn renew(&mut self) -> bool {
-        let sent = Instant::now();
-        let ttl_ms = self.schedule.renewal_ttl_ms(sent);
-        self.client.hard_deadline = Some(self.schedule.loss_at());
-        let answer = self.client.renew(&self.key, self.token, ttl_ms);
-        self.client.hard_deadline = None;
-        match answer {
-            Ok(1) => {
-                self.schedule.renewed(sent, ttl_ms);
-                true
-            }
-            Ok(_) => {
-                self.loss.raise(LossReason::Rejected);
-                false
-            }
-            Err(_) => {
-                self.schedule.failed(Instant::now());
-                true
-            }
-        }
-    }
-
-    fn release(&mut self) -> Result<i64> {
-        // Raised first: from the moment RELEASE may have reached the server, the lock cannot be relied on.
-        self.loss.raise(LossReason::Released);
-        self.client.release(&self.key, self.token)
     }
 }

@@ -12,8 +12,10 @@ mod guard;
 mod lock_commands;
 mod lock_info;
 mod lock_options;
+mod methods;
 mod options;
 mod pipeline;
+mod renewal;
 mod reply_buffer;
 
 #[cfg(feature = "tokio")]

@@ -110,6 +110,21 @@ impl Schedule {
         self.options.wait.is_some() && now >= self.last_granted + self.options.ttl / 3
     }
 
+    /// When a guard's worker must next act, seen at `now`: `Ok(wake)`, wait until then (for a renewal, or to
+    /// signal loss); `Err(reason)`, the lock is lost now.
+    pub fn wake_at(&self, now: Instant) -> Result<Instant, LossReason> {
+        let loss_at = self.loss_at();
+        if now >= loss_at {
+            return Err(self.expiry_reason());
+        }
+        Ok(self.next_renewal().map_or(loss_at, |r| r.min(loss_at)))
+    }
+
+    /// True when a renewal is due at `now`.
+    pub fn renewal_due(&self, now: Instant) -> bool {
+        self.next_renewal().is_some_and(|r| r <= now)
+    }
+
     /// When loss must be signalled unless a renewal succeeds first.
     pub fn loss_at(&self) -> Instant {
         self.deadline.checked_sub(self.options.margin()).unwrap_or(self.deadline)

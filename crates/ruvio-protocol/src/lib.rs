@@ -4,9 +4,11 @@
 //! - [`encode`]: writes a [`Value`] in either protocol version.
 //! - [`RequestParser`]: the server's incremental, bounded parser for client requests (multibulk or inline).
 //! - [`decode_value`]: the client's parser for any reply.
+//! - [`lock_args`]: the lock commands' arguments, typed: encoded by the client, parsed by the server.
 
 mod decode;
 mod encode;
+pub mod lock_args;
 mod request;
 mod value;
 

@@ -15,14 +15,12 @@ use crate::endpoint::Hint;
 use crate::error::{Error, Result};
 use crate::from_value::FromValue;
 use crate::lock_commands as lc;
+use crate::methods::{client_methods, RECONNECT_PAUSE};
 use crate::lock_info::LockInfo;
 use crate::lock_options::{LockOptions, Schedule};
 use crate::options::ClientBuilder;
 use crate::pipeline::Pipeline;
 use crate::Token;
-
-/// The pause between reconnect attempts of a retried `RENEW` or `RELEASE`.
-const RECONNECT_PAUSE: Duration = Duration::from_millis(50);
 
 /// An async connection to a Ruvio (or any Redis-protocol) server; see the blocking
 /// [`Client`](crate::Client) for reconnects, retries, timeouts and `-READONLY` handling, which work the same.
@@ -51,49 +49,9 @@ impl Client {
         ClientBuilder::new(host, port)
     }
 
-    pub(crate) async fn with_options(opts: ClientBuilder) -> Result<Client> {
-        let mut client = Client::lazy(opts);
-        client.connection().await?;
-        Ok(client)
-    }
-
     /// A client that connects on first use.
     pub(crate) fn lazy(opts: ClientBuilder) -> Client {
         Client { opts, conn: None, hard_deadline: None, in_flight: false }
-    }
-
-    /// The options this client connects with, e.g. to open a second client like it.
-    pub fn options(&self) -> &ClientBuilder {
-        &self.opts
-    }
-
-    /// The protocol version the connection speaks.
-    pub fn protocol(&self) -> Protocol {
-        self.opts.protocol
-    }
-
-    /// Changes the command timeout for the following calls (`None`: no limit).
-    pub fn set_command_timeout(&mut self, timeout: Option<Duration>) {
-        self.opts.command_timeout = timeout;
-    }
-
-    /// The current command timeout.
-    pub fn command_timeout(&self) -> Option<Duration> {
-        self.opts.command_timeout
-    }
-
-    /// True while a connection is open (it may still turn out to be broken on the next call).
-    pub fn is_connected(&self) -> bool {
-        self.conn.is_some()
-    }
-
-    /// Closes the connection now; the next call opens a new one.
-    pub fn disconnect(&mut self) {
-        self.conn = None;
-    }
-
-    fn capped(&self, deadline: Instant) -> Instant {
-        self.hard_deadline.map_or(deadline, |h| h.min(deadline))
     }
 
     async fn connection(&mut self) -> Result<()> {
@@ -112,224 +70,18 @@ impl Client {
         Ok(())
     }
 
-    /// Sends `bytes`, reads `count` replies; `extra` lengthens the command timeout for commands that wait on
-    /// the server.
-    async fn round_trip(&mut self, bytes: &[u8], count: usize, extra: Duration) -> Result<Vec<Value>> {
-        self.connection().await?;
-        let deadline = self.opts.command_timeout.map(|t| self.capped(Instant::now() + t + extra)).or(self.hard_deadline);
+    /// Sends `bytes` on the open connection and reads `count` replies, marked in flight meanwhile.
+    async fn exchange(&mut self, bytes: &[u8], count: usize, deadline: Option<Instant>) -> Result<Vec<Value>> {
         let conn = self.conn.as_mut().expect("connected above");
         self.in_flight = true;
         let result = conn.request(bytes, count, deadline).await;
         self.in_flight = false;
-        match result {
-            Ok(replies) => {
-                if replies.iter().any(|r| r.error_code() == Some("READONLY")) {
-                    self.conn = None;
-                    self.opts.connector.rediscover(Hint::ReadOnly);
-                }
-                Ok(replies)
-            }
-            Err(e) => {
-                if e.breaks_connection() {
-                    self.conn = None;
-                    if e.is_connection_dropped() {
-                        self.opts.connector.rediscover(Hint::Unreachable);
-                    }
-                }
-                Err(e)
-            }
-        }
+        result
     }
 
-    async fn call(&mut self, cmd: &Cmd, extra: Duration) -> Result<Value> {
-        let mut out = BytesMut::new();
-        cmd.write_to(&mut out);
-        Ok(self.round_trip(&out, 1, extra).await?.pop().expect("one reply was read"))
-    }
-
-    /// Sends `cmd` and converts its reply into `T`.
-    pub async fn query<T: FromValue>(&mut self, cmd: &Cmd) -> Result<T> {
-        T::from_value(self.call(cmd, Duration::ZERO).await?)
-    }
-
-    /// Sends a pipeline and converts its replies (see [`Pipeline`]).
-    pub async fn query_pipeline<T: FromValue>(&mut self, pipeline: &Pipeline) -> Result<T> {
-        if pipeline.is_empty() {
-            return T::from_value(Value::Array(Vec::new()));
-        }
-        let (bytes, count) = pipeline.encode();
-        let replies = self.round_trip(&bytes, count, Duration::ZERO).await?;
-        T::from_value(pipeline.assemble(replies)?)
-    }
-
-    /// Sends any command given as its parts, name first, and returns the raw reply, error replies included
-    /// (as [`Value::Error`]): `db.command(&["SET", "k", "v"])`.
-    pub async fn command<A: ToArg>(&mut self, parts: &[A]) -> Result<Value> {
-        let (name, rest) = parts.split_first().ok_or_else(|| Error::type_error("a command needs a name"))?;
-        let cmd = Cmd::from_parts(name.to_arg(), rest.iter().map(|a| a.to_arg()));
-        self.call(&cmd, Duration::ZERO).await
-    }
-
-    /// `PING`: checks that the server answers.
-    pub async fn ping(&mut self) -> Result<()> {
-        self.query(&Cmd::new("PING")).await
-    }
-
-    /// `GET key`: the value, or `None` when the key does not exist.
-    pub async fn get<T: FromValue>(&mut self, key: impl ToArg) -> Result<Option<T>> {
-        self.query(&Cmd::new("GET").arg(key)).await
-    }
-
-    /// `SET key value`.
-    pub async fn set(&mut self, key: impl ToArg, value: impl ToArg) -> Result<()> {
-        self.query(&Cmd::new("SET").arg(key).arg(value)).await
-    }
-
-    /// `SET key value PX ttl_ms`: sets a value that expires after `ttl_ms` milliseconds.
-    pub async fn set_px(&mut self, key: impl ToArg, value: impl ToArg, ttl_ms: u64) -> Result<()> {
-        self.query(&Cmd::new("SET").arg(key).arg(value).arg("PX").arg(ttl_ms)).await
-    }
-
-    /// `DEL key`: how many keys were removed (0 or 1).
-    pub async fn del(&mut self, key: impl ToArg) -> Result<i64> {
-        self.query(&Cmd::new("DEL").arg(key)).await
-    }
-
-    /// `EXISTS key`.
-    pub async fn exists(&mut self, key: impl ToArg) -> Result<bool> {
-        self.query(&Cmd::new("EXISTS").arg(key)).await
-    }
-
-    /// `INCRBY key by`: the new value.
-    pub async fn incr(&mut self, key: impl ToArg, by: i64) -> Result<i64> {
-        self.query(&Cmd::new("INCRBY").arg(key).arg(by)).await
-    }
-
-    /// `LEASE key ttl_ms`: takes the lock if it is free. `Some(token)`: you hold it until `ttl_ms` from now (or
-    /// [`Client::renew`] / [`Client::release`]); `None`: someone else holds it.
-    ///
-    /// Never retried automatically: if the connection fails after the command was sent, the lock may have been
-    /// granted with a token nobody will ever see; it then stays taken until its TTL passes. A retry would only
-    /// find it taken (by the lost grant) and answer `None`, so the error is the honest answer.
-    pub async fn lease(&mut self, key: impl ToArg, ttl_ms: u64) -> Result<Option<Token>> {
-        self.query(&lc::lease(key, ttl_ms, None)).await
-    }
-
-    /// `LEASE key ttl_ms WAIT timeout_ms`: like [`Client::lease`], but waits up to `wait_ms` in the server's
-    /// queue for the lock to become free. The command timeout is extended by `wait_ms` for this call.
-    ///
-    /// `wait_ms = 0` asks the server to wait without a limit; the command timeout still ends the call on this
-    /// side (with a timeout error, after which the grant may or may not have happened), unless it was turned
-    /// off with `set_command_timeout(None)`.
-    pub async fn lease_wait(&mut self, key: impl ToArg, ttl_ms: u64, wait_ms: u64) -> Result<Option<Token>> {
-        FromValue::from_value(self.call(&lc::lease(key, ttl_ms, Some(wait_ms)), Duration::from_millis(wait_ms)).await?)
-    }
-
-    /// `RENEW key token ttl_ms`: moves the deadline to `ttl_ms` from now if `token` still holds the lock (or the
-    /// semaphore slot). `1`: renewed; `0`: the token no longer holds it (it expired or was released), and
-    /// nothing changed. A renewal never takes back an expired lock.
-    ///
-    /// Sent again on a fresh connection when the connection drops or is refused, for as long as the command
-    /// timeout allows (a restarting server does both for a moment): renewing twice with the same token only
-    /// sets the same deadline again, and a RENEW that arrives after the grant ended answers 0, it never takes
-    /// the lock back. A timeout is not retried: the server is not answering, and the command timeout has been
-    /// spent.
-    pub async fn renew(&mut self, key: impl ToArg, token: impl TokenArg, ttl_ms: u64) -> Result<i64> {
-        self.query_retrying(&lc::renew(key, token, ttl_ms)).await
-    }
-
-    /// `RELEASE key token`: frees the lock, or this token's semaphore slot. `1`: released; `0`: the token no
-    /// longer holds it, nothing changed (a stale worker cannot free a lock that now belongs to someone else).
-    ///
-    /// Sent again when the connection drops or is refused, as [`Client::renew`] is:
-    /// releasing is idempotent for a given token and cannot free another holder's grant. A retried release
-    /// may answer `0` when the first attempt had already released.
-    pub async fn release(&mut self, key: impl ToArg, token: impl TokenArg) -> Result<i64> {
-        self.query_retrying(&lc::release(key, token)).await
-    }
-
-    /// `SEMAPHORE key limit ttl_ms`: takes one of `limit` slots. `Some(token)`: a slot, with its own TTL and
-    /// token; `None`: all slots are taken. Never retried automatically, for the reason given at
-    /// [`Client::lease`].
-    pub async fn semaphore(&mut self, key: impl ToArg, limit: u64, ttl_ms: u64) -> Result<Option<Token>> {
-        self.query(&lc::semaphore(key, limit, ttl_ms, None)).await
-    }
-
-    /// `SEMAPHORE key limit ttl_ms WAIT timeout_ms`: like [`Client::semaphore`], waiting up to `wait_ms` for a
-    /// slot.
-    pub async fn semaphore_wait(&mut self, key: impl ToArg, limit: u64, ttl_ms: u64, wait_ms: u64) -> Result<Option<Token>> {
-        FromValue::from_value(self.call(&lc::semaphore(key, limit, ttl_ms, Some(wait_ms)), Duration::from_millis(wait_ms)).await?)
-    }
-
-    /// `IFGT key token value`: a fenced write. Sets `key` to `value` unless a higher token has written `key`
-    /// before (the same token may write again). `1`: written; `0`: a newer holder already wrote, nothing
-    /// changed.
-    pub async fn ifgt(&mut self, key: impl ToArg, token: impl TokenArg, value: impl ToArg) -> Result<i64> {
-        self.query(&lc::ifgt(key, token, value, None)).await
-    }
-
-    /// `IFGT key token value PX ms`: like [`Client::ifgt`], the value expiring after `px_ms` milliseconds.
-    pub async fn ifgt_px(&mut self, key: impl ToArg, token: impl TokenArg, value: impl ToArg, px_ms: u64) -> Result<i64> {
-        self.query(&lc::ifgt(key, token, value, Some(px_ms))).await
-    }
-
-    /// `LOCKINFO key`: the lock's kind, limit, holders and waiters; `None` when nobody holds it.
-    pub async fn lock_info(&mut self, key: impl ToArg) -> Result<Option<LockInfo>> {
-        self.query(&lc::lock_info(key)).await
-    }
-
-    /// Takes the lock `key` (`LEASE`, waiting if `options` say so) and returns a guard that renews it in the
-    /// background and signals its loss; `None` when someone else holds it (or, after waiting, when the grant
-    /// had already run out by the time it arrived). See [`LockGuard`].
-    pub async fn acquire(&mut self, key: &str, options: LockOptions) -> Result<Option<LockGuard>> {
-        let sent = Instant::now();
-        let token = match options.wait {
-            Some(w) if !w.is_zero() => self.lease_wait(key, options.ttl_ms(), w.as_millis().max(1) as u64).await?,
-            _ => self.lease(key, options.ttl_ms()).await?,
-        };
-        self.guard(key, token, options, sent).await
-    }
-
-    /// Takes one of `limit` slots of the semaphore `key` and returns a guard for it, as [`Client::acquire`]
-    /// does for a lock; `None` when all slots are taken.
-    pub async fn acquire_semaphore(&mut self, key: &str, limit: u64, options: LockOptions) -> Result<Option<LockGuard>> {
-        let sent = Instant::now();
-        let token = match options.wait {
-            Some(w) if !w.is_zero() => self.semaphore_wait(key, limit, options.ttl_ms(), w.as_millis().max(1) as u64).await?,
-            _ => self.semaphore(key, limit, options.ttl_ms()).await?,
-        };
-        self.guard(key, token, options, sent).await
-    }
-
-    /// Starts the guard for a grant requested at `sent`. A grant that waited long in the queue is renewed
-    /// first, since its deadline is only known to be after `sent + ttl`; if that renewal answers 0 the grant
-    /// has already ended and there is nothing to guard.
-    async fn guard(&mut self, key: &str, token: Option<Token>, options: LockOptions, sent: Instant) -> Result<Option<LockGuard>> {
-        let Some(token) = token else { return Ok(None) };
-        let mut schedule = Schedule::new(options, sent.into_std());
-        if schedule.needs_confirmation(std::time::Instant::now()) {
-            let renew_sent = std::time::Instant::now();
-            let ttl_ms = schedule.renewal_ttl_ms(renew_sent);
-            if self.renew(key, token, ttl_ms).await? != 1 {
-                return Ok(None);
-            }
-            schedule.renewed(renew_sent, ttl_ms);
-        }
-        Ok(Some(LockGuard::start(self.opts.clone(), key, token, schedule)))
-    }
-
-    /// Sends a command that is safe to repeat, and sends it again on a fresh connection while the network
-    /// fails (dropped or refused connections: a restarting server does both for a moment) until the command
-    /// timeout, counted from the first attempt, runs out. A timeout ends it: the server is not answering.
-    async fn query_retrying<T: FromValue>(&mut self, cmd: &Cmd) -> Result<T> {
-        let until = self.opts.command_timeout.map(|t| self.capped(Instant::now() + t)).or(self.hard_deadline);
-        loop {
-            match self.call(cmd, Duration::ZERO).await {
-                Err(e) if e.is_io_error() && !e.is_timeout() && until.is_some_and(|u| Instant::now() + RECONNECT_PAUSE < u) => {
-                    tokio::time::sleep(RECONNECT_PAUSE).await;
-                }
-                other => return T::from_value(other?),
-            }
-        }
+    async fn pause(pause: Duration) {
+        tokio::time::sleep(pause).await;
     }
 }
+
+client_methods!(async await);

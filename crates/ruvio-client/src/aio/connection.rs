@@ -1,5 +1,6 @@
 //! One async TCP connection: open it within a deadline, send requests, read their replies within a deadline.
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -8,8 +9,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{timeout_at, Instant};
 
-use crate::endpoint::Hint;
+use crate::endpoint::{Endpoint, Hint};
 use crate::error::{Error, ErrorKind, Result};
+use crate::methods::{connection_methods, unresolved};
 use crate::options::ClientBuilder;
 use crate::reply_buffer::ReplyBuffer;
 
@@ -20,54 +22,19 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Connects to the first endpoint that answers and runs the handshake, all before `deadline`.
-    pub async fn open(opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
-        let mut last = Error::new(ErrorKind::InvalidConfig, "no address to connect to");
-        for endpoint in opts.connector.endpoints() {
-            let addrs = match timeout_at(deadline, tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))).await {
-                Err(_) => return Err(Error::timeout("connect (name lookup)")),
-                Ok(Err(e)) => {
-                    last = Error::new(ErrorKind::InvalidConfig, format!("cannot resolve {}: {e}", endpoint.host));
-                    continue;
-                }
-                Ok(Ok(a)) => a,
-            };
-            for addr in addrs {
-                let attempt = match timeout_at(deadline, TcpStream::connect(addr)).await {
-                    Err(_) => Err(Error::timeout("connect")),
-                    Ok(Err(e)) => Err(Error::io(e)),
-                    Ok(Ok(stream)) => Connection::set_up(stream, opts, deadline).await,
-                };
-                match attempt {
-                    Ok(c) => return Ok(c),
-                    Err(e) if e.is_server_error() => return Err(e),
-                    Err(e) => last = e,
-                }
-            }
+    async fn addresses(endpoint: &Endpoint, deadline: Instant) -> Result<Vec<SocketAddr>> {
+        match timeout_at(deadline, tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))).await {
+            Err(_) => Err(Error::timeout("connect (name lookup)")),
+            Ok(Err(e)) => Err(unresolved(&endpoint.host, e)),
+            Ok(Ok(addrs)) => Ok(addrs.collect()),
         }
-        opts.connector.rediscover(Hint::Unreachable);
-        Err(last)
     }
 
-    async fn set_up(stream: TcpStream, opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
-        stream.set_nodelay(true).map_err(Error::io)?;
-        let mut conn = Connection { stream, replies: ReplyBuffer::default() };
-        let handshake = opts.handshake();
-        if handshake.is_empty() {
-            return Ok(conn);
+    async fn dial(addr: SocketAddr, deadline: Instant) -> Result<TcpStream> {
+        match timeout_at(deadline, TcpStream::connect(addr)).await {
+            Err(_) => Err(Error::timeout("connect")),
+            Ok(result) => result.map_err(Error::io),
         }
-        let mut out = BytesMut::new();
-        for c in &handshake {
-            c.write_to(&mut out);
-        }
-        let replies = conn.request(&out, handshake.len(), Some(deadline)).await.map_err(|e| match e.kind() {
-            ErrorKind::Timeout => Error::timeout("connect (handshake)"),
-            _ => e,
-        })?;
-        if let Some(Value::Error(text)) = replies.iter().find(|r| r.is_error()) {
-            return Err(Error::server(text));
-        }
-        Ok(conn)
     }
 
     /// Sends `bytes` and reads `count` replies, giving up at `deadline` (`None`: wait as long as it takes).
@@ -112,3 +79,5 @@ impl Connection {
         }
     }
 }
+
+connection_methods!(async await);

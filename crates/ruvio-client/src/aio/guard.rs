@@ -10,6 +10,7 @@ use super::Client;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock_options::{LossReason, Schedule};
 use crate::options::ClientBuilder;
+use crate::renewal::{renewer_methods, Loss};
 use crate::Token;
 
 type ReleaseReply = oneshot::Sender<Result<i64>>;
@@ -48,12 +49,13 @@ pub struct LockGuard {
 }
 
 impl LockGuard {
-    pub(crate) fn start(opts: ClientBuilder, key: &str, token: Token, schedule: Schedule) -> LockGuard {
+    /// Spawns the renewal task; never fails (a `Result` as the blocking guard's thread start returns).
+    pub(crate) fn start(opts: ClientBuilder, key: &str, token: Token, schedule: Schedule) -> Result<LockGuard> {
         let (loss_tx, loss) = watch::channel(None);
         let (control, inbox) = mpsc::unbounded_channel();
         let renewer = Renewer { client: Client::lazy(opts), key: key.to_string(), token, schedule, loss: loss_tx };
         let task = tokio::spawn(renewer.run(inbox));
-        LockGuard { key: key.to_string(), token, loss, control: Some(control), task: Some(task) }
+        Ok(LockGuard { key: key.to_string(), token, loss, control: Some(control), task: Some(task) })
     }
 
     /// The fencing token of this grant.
@@ -109,23 +111,32 @@ impl Drop for LockGuard {
     }
 }
 
-struct Renewer {
-    client: Client,
-    key: String,
-    token: Token,
-    schedule: Schedule,
-    loss: watch::Sender<Option<LossReason>>,
+type Renewer = crate::renewal::Renewer<Client, watch::Sender<Option<LossReason>>>;
+
+impl Loss for watch::Sender<Option<LossReason>> {
+    fn raise(&self, reason: LossReason) {
+        self.send_if_modified(|r| {
+            if r.is_some() {
+                return false;
+            }
+            *r = Some(reason);
+            true
+        });
+    }
 }
+
+renewer_methods!(Client, watch::Sender<Option<LossReason>>, async await);
 
 impl Renewer {
     async fn run(mut self, mut inbox: mpsc::UnboundedReceiver<ReleaseReply>) {
         loop {
-            let loss_at = Instant::from_std(self.schedule.loss_at());
-            if Instant::now() >= loss_at {
-                self.raise(self.schedule.expiry_reason());
-                break;
-            }
-            let wake = self.schedule.next_renewal().map_or(loss_at, |r| Instant::from_std(r).min(loss_at));
+            let wake = match self.schedule.wake_at(Instant::now().into_std()) {
+                Ok(wake) => Instant::from_std(wake),
+                Err(reason) => {
+                    self.loss.raise(reason);
+                    break;
+                }
+            };
             tokio::select! {
                 msg = inbox.recv() => {
                     let result = self.release().await;
@@ -136,7 +147,7 @@ impl Renewer {
                 }
                 _ = sleep_until(wake) => {}
             }
-            if self.schedule.next_renewal().is_some_and(|r| r <= std::time::Instant::now()) && !self.renew().await {
+            if self.schedule.renewal_due(std::time::Instant::now()) && !self.renew().await {
                 break;
             }
         }
@@ -146,43 +157,5 @@ impl Renewer {
         if let Some(reply) = msg {
             let _ = reply.send(result);
         }
-    }
-
-    fn raise(&self, reason: LossReason) {
-        self.loss.send_if_modified(|r| {
-            if r.is_some() {
-                return false;
-            }
-            *r = Some(reason);
-            true
-        });
-    }
-
-    /// One renewal attempt, never running past the loss deadline. False once the lock is known lost.
-    async fn renew(&mut self) -> bool {
-        let sent = std::time::Instant::now();
-        let ttl_ms = self.schedule.renewal_ttl_ms(sent);
-        self.client.hard_deadline = Some(Instant::from_std(self.schedule.loss_at()));
-        let answer = self.client.renew(&self.key, self.token, ttl_ms).await;
-        self.client.hard_deadline = None;
-        match answer {
-            Ok(1) => {
-                self.schedule.renewed(sent, ttl_ms);
-                true
-            }
-            Ok(_) => {
-                self.raise(LossReason::Rejected);
-                false
-            }
-            Err(_) => {
-                self.schedule.failed(std::time::Instant::now());
-                true
-            }
-        }
-    }
-
-    async fn release(&mut self) -> Result<i64> {
-        self.raise(LossReason::Released);
-        self.client.release(&self.key, self.token).await
     }
 }
