@@ -159,6 +159,22 @@ func (c *Client) Do(ctx context.Context, args ...any) (any, error) {
 	return replies[0], nil
 }
 
+// doExact is Do with the decoder's exact view of the reply (see readExact); error replies are values.
+func (c *Client) doExact(ctx context.Context, args ...any) (any, error) {
+	cn, err := c.pool.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cn.exact = true
+	replies, err := cn.roundTrip(ctx, [][]any{args}, c.timeout(-1))
+	cn.exact = false
+	c.pool.put(cn)
+	if err != nil {
+		return nil, err
+	}
+	return replies[0], nil
+}
+
 // Ping sends PING.
 func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.Do(ctx, "PING")

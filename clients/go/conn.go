@@ -20,6 +20,7 @@ type conn struct {
 	proto  int
 	gen    uint64 // the pool generation it was opened in (failover bumps it)
 	broken bool
+	exact  bool // decode replies keeping every RESP type apart (readExact); the conformance runner's view
 }
 
 var farPast = time.Unix(1, 0)
@@ -203,7 +204,7 @@ func (cn *conn) exchange(buf []byte, n int) ([]any, bool, error) {
 	}
 	replies := make([]any, 0, n)
 	for len(replies) < n {
-		v, err := readReply(cn.br)
+		v, err := readValue(cn.br, 0, cn.exact)
 		if err != nil {
 			return nil, true, noEOF(err)
 		}

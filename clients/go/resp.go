@@ -123,7 +123,21 @@ func appendArg(b []byte, a any) ([]byte, error) {
 //
 // The error result is only for I/O and protocol failures.
 func readReply(r *bufio.Reader) (any, error) {
-	return readValue(r, 0)
+	return readValue(r, 0, false)
+}
+
+// The decoder's exact view, kept apart when readValue is asked to (readExact): the public API folds these into
+// string, []any and map[string]any; the conformance runner checks that the decoder told them apart.
+type (
+	simpleString string
+	verbatim     struct{ format, text string }
+	setValue     []any
+	mapValue     [][2]any // in wire order, keys as decoded
+)
+
+// readExact reads one reply keeping every RESP type distinct (simpleString, verbatim, setValue, mapValue).
+func readExact(r *bufio.Reader) (any, error) {
+	return readValue(r, 0, true)
 }
 
 func readLine(r *bufio.Reader) ([]byte, error) {
@@ -148,7 +162,7 @@ func parseInt(b []byte) (int64, error) {
 	return n, nil
 }
 
-func readValue(r *bufio.Reader, depth int) (any, error) {
+func readValue(r *bufio.Reader, depth int, exact bool) (any, error) {
 	if depth > maxDepth {
 		return nil, &ProtocolError{Msg: "reply nested too deeply"}
 	}
@@ -162,6 +176,9 @@ func readValue(r *bufio.Reader, depth int) (any, error) {
 	kind, rest := line[0], line[1:]
 	switch kind {
 	case '+':
+		if exact {
+			return simpleString(rest), nil
+		}
 		return string(rest), nil
 	case '-':
 		return parseError(string(rest)), nil
@@ -192,6 +209,9 @@ func readValue(r *bufio.Reader, depth int) (any, error) {
 		case '=':
 			if len(s) < 4 || s[3] != ':' {
 				return nil, &ProtocolError{Msg: "verbatim string without a format"}
+			}
+			if exact {
+				return verbatim{format: s[:3], text: s[4:]}, nil
 			}
 			return s[4:], nil
 		}
@@ -242,12 +262,15 @@ func readValue(r *bufio.Reader, depth int) (any, error) {
 		}
 		items := make([]any, n)
 		for i := range items {
-			if items[i], err = readValue(r, depth+1); err != nil {
+			if items[i], err = readValue(r, depth+1, exact); err != nil {
 				return nil, noEOF(err)
 			}
 		}
 		if kind == '>' {
 			return Push(items), nil
+		}
+		if kind == '~' && exact {
+			return setValue(items), nil
 		}
 		return items, nil
 	case '%':
@@ -258,13 +281,28 @@ func readValue(r *bufio.Reader, depth int) (any, error) {
 		if n < 0 || n > maxAggregate {
 			return nil, &ProtocolError{Msg: fmt.Sprintf("bad map length %d", n)}
 		}
+		if exact {
+			mv := make(mapValue, 0, n)
+			for i := int64(0); i < n; i++ {
+				k, err := readValue(r, depth+1, exact)
+				if err != nil {
+					return nil, noEOF(err)
+				}
+				v, err := readValue(r, depth+1, exact)
+				if err != nil {
+					return nil, noEOF(err)
+				}
+				mv = append(mv, [2]any{k, v})
+			}
+			return mv, nil
+		}
 		m := make(map[string]any, n)
 		for i := int64(0); i < n; i++ {
-			k, err := readValue(r, depth+1)
+			k, err := readValue(r, depth+1, exact)
 			if err != nil {
 				return nil, noEOF(err)
 			}
-			v, err := readValue(r, depth+1)
+			v, err := readValue(r, depth+1, exact)
 			if err != nil {
 				return nil, noEOF(err)
 			}
@@ -285,11 +323,11 @@ func readValue(r *bufio.Reader, depth int) (any, error) {
 			return nil, &ProtocolError{Msg: fmt.Sprintf("bad attribute length %d", n)}
 		}
 		for i := int64(0); i < 2*n; i++ {
-			if _, err := readValue(r, depth+1); err != nil {
+			if _, err := readValue(r, depth+1, exact); err != nil {
 				return nil, noEOF(err)
 			}
 		}
-		return readValue(r, depth)
+		return readValue(r, depth, exact)
 	}
 	return nil, &ProtocolError{Msg: fmt.Sprintf("unknown reply type %q", kind)}
 }
