@@ -44,6 +44,7 @@ type proc struct {
 	mu     sync.Mutex
 	bin    string
 	args   []string // without --port
+	mkArgs func(port int) []string // when set, the whole command line instead of --port port args...
 	port   int
 	dir    string
 	cmd    *exec.Cmd
@@ -57,6 +58,9 @@ func (p *proc) start() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	args := append([]string{"--port", strconv.Itoa(p.port)}, p.args...)
+	if p.mkArgs != nil {
+		args = p.mkArgs(p.port)
+	}
 	cmd := exec.Command(p.bin, args...)
 	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -130,13 +134,17 @@ func (p *proc) signal(s syscall.Signal) {
 
 // startProc starts bin with args on a free port (retrying a few ports: another process may take one first).
 func startProc(bin string, dir string, args ...string) (*proc, error) {
+	return startProcWith(bin, dir, nil, args...)
+}
+
+func startProcWith(bin string, dir string, mkArgs func(port int) []string, args ...string) (*proc, error) {
 	var last error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		p := &proc{bin: bin, args: args, port: port, dir: dir, log: filepath.Join(dir, fmt.Sprintf("server-%d.log", port))}
+		p := &proc{bin: bin, args: args, mkArgs: mkArgs, port: port, dir: dir, log: filepath.Join(dir, fmt.Sprintf("server-%d.log", port))}
 		if last = p.start(); last == nil {
 			return p, nil
 		}
