@@ -74,10 +74,11 @@ type Lock struct {
 	exited   chan struct{}
 	stopOnce sync.Once
 
-	mu  sync.Mutex
-	err error
+	mu        sync.Mutex // guards err and the timetable below
+	err       error
+	lossTimer *time.Timer
 
-	// Renewal timetable, owned by the renewal goroutine after start.
+	// Renewal timetable.
 	deadline    time.Time // estimated server-side deadline of the current grant
 	cap         time.Time // zero: no cap
 	lastGranted time.Time
@@ -190,47 +191,67 @@ func (l *Lock) Release(ctx context.Context) (bool, error) {
 	return l.c.Release(ctx, l.key, l.token)
 }
 
+// lossAt is when loss is declared unless a renewal succeeds first (l.mu held, or before start).
 func (l *Lock) lossAt() time.Time { return l.deadline.Add(-l.cfg.margin) }
 
-func (l *Lock) nextRenewal() (time.Time, bool) {
-	if l.cfg.noRenew || l.atCap {
-		return time.Time{}, false
+// onLossTimer runs on its own timer, apart from the renewal goroutine, so a renewal stuck on a paused server
+// cannot delay the signal: at lossAt it declares the loss, unless a renewal moved the deadline meanwhile (then it
+// waits for the new one).
+func (l *Lock) onLossTimer() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
 	}
-	at := l.lastGranted.Add(l.ttl / 3)
-	if la := l.lossAt(); la.Before(at) {
-		at = la
+	if wait := time.Until(l.lossAt()); wait > 0 {
+		l.lossTimer.Reset(wait)
+		return
 	}
-	return at, true
+	if l.atCap {
+		l.err = ErrLockMaxHold
+	} else {
+		l.err = ErrLockExpired
+	}
+	close(l.done)
 }
 
 func (l *Lock) run(renewNow bool) {
 	defer close(l.exited)
+	l.mu.Lock()
+	l.lossTimer = time.AfterFunc(time.Until(l.lossAt()), l.onLossTimer)
+	l.mu.Unlock()
+	defer l.lossTimer.Stop()
+	if l.cfg.noRenew {
+		select {
+		case <-l.stop:
+		case <-l.done:
+		}
+		return
+	}
 	var retryAt time.Time
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		now := time.Now()
-		lossAt := l.lossAt()
-		if !now.Before(lossAt) {
-			if l.atCap {
-				l.lose(ErrLockMaxHold)
-			} else {
-				l.lose(ErrLockExpired)
+		l.mu.Lock()
+		next := l.lastGranted.Add(l.ttl / 3)
+		if la := l.lossAt(); la.Before(next) {
+			next = la
+		}
+		atCap := l.atCap
+		l.mu.Unlock()
+		if !retryAt.IsZero() {
+			next = retryAt
+		}
+		if renewNow {
+			next = time.Now()
+		}
+		if atCap {
+			// The last grant ends at the cap: nothing left to renew; wait for the loss timer or a release.
+			select {
+			case <-l.stop:
+			case <-l.done:
 			}
 			return
-		}
-		wake := lossAt
-		next, renewing := l.nextRenewal()
-		if renewing {
-			if !retryAt.IsZero() {
-				next = retryAt
-			}
-			if renewNow {
-				next = now
-			}
-			if next.Before(wake) {
-				wake = next
-			}
 		}
 		if !timer.Stop() {
 			select {
@@ -238,14 +259,13 @@ func (l *Lock) run(renewNow bool) {
 			default:
 			}
 		}
-		timer.Reset(time.Until(wake))
+		timer.Reset(time.Until(next))
 		select {
 		case <-l.stop:
 			return
+		case <-l.done:
+			return
 		case <-timer.C:
-		}
-		if !renewing || time.Now().Before(next) {
-			continue
 		}
 		renewNow = false
 		ok, failed := l.renew()
@@ -280,11 +300,16 @@ func (l *Lock) renew() (ok, failed bool) {
 			ttl = time.Millisecond
 		}
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), l.lossAt())
+	l.mu.Lock()
+	lossAt := l.lossAt()
+	l.mu.Unlock()
+	ctx, cancel := context.WithDeadline(context.Background(), lossAt)
 	defer cancel()
 	go func() {
 		select {
 		case <-l.stop:
+			cancel()
+		case <-l.done:
 			cancel()
 		case <-ctx.Done():
 		}
@@ -299,10 +324,12 @@ func (l *Lock) renew() (ok, failed bool) {
 	if !renewed {
 		return false, false
 	}
+	l.mu.Lock()
 	if d := sent.Add(ttl); d.After(l.deadline) {
 		l.deadline = d
 	}
 	l.atCap = !l.cap.IsZero() && ttl < l.ttl
 	l.lastGranted = sent
+	l.mu.Unlock()
 	return true, false
 }

@@ -43,7 +43,7 @@ func freePort() (int, error) {
 type proc struct {
 	mu     sync.Mutex
 	bin    string
-	args   []string // without --port
+	args   []string                // without --port
 	mkArgs func(port int) []string // when set, the whole command line instead of --port port args...
 	port   int
 	dir    string
