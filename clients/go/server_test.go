@@ -55,6 +55,14 @@ type proc struct {
 func (p *proc) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.port) }
 
 func (p *proc) start() error {
+	if err := p.launch(); err != nil {
+		return err
+	}
+	return waitPing(p.Addr(), p.exited, 15*time.Second)
+}
+
+// launch starts the process without waiting for it to answer.
+func (p *proc) launch() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	args := append([]string{"--port", strconv.Itoa(p.port)}, p.args...)
@@ -74,7 +82,7 @@ func (p *proc) start() error {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
 	p.cmd, p.exited = cmd, exited
-	return waitPing(p.Addr(), exited, 15*time.Second)
+	return nil
 }
 
 // waitPing waits until addr answers PING (any answer, even NOAUTH, counts as up).
