@@ -102,7 +102,12 @@ func TestConformance(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no corpus files under %s", dir)
 	}
-	var results []cfResult
+	// Cases are listed in corpus order; scenario runs go 8 at a time (their keys never collide), the rest one by one.
+	type job struct {
+		run      func() cfResult
+		parallel bool
+	}
+	var jobs []job
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -119,24 +124,43 @@ func TestConformance(t *testing.T) {
 			}
 			switch file.Format {
 			case "wire-decode":
-				results = append(results, r.decodeCase(c))
+				jobs = append(jobs, job{run: func() cfResult { return r.decodeCase(c) }})
 			case "wire-encode":
-				results = append(results, r.encodeCase(c))
+				jobs = append(jobs, job{run: func() cfResult { return r.encodeCase(c) }})
 			case "scenario":
 				protos := c.Protocols
 				if len(protos) == 0 {
 					protos = []string{"2"}
 				}
 				for _, p := range protos {
-					results = append(results, r.scenario(c, p))
+					p := p
+					jobs = append(jobs, job{run: func() cfResult { return r.scenario(c, p) }, parallel: true})
 				}
 			case "guard":
-				results = append(results, r.guardCase(c))
+				jobs = append(jobs, job{run: func() cfResult { return r.guardCase(c) }})
 			default:
 				t.Fatalf("%s: unknown format %q", f, file.Format)
 			}
 		}
 	}
+	results := make([]cfResult, len(jobs))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 8)
+	for i, j := range jobs {
+		if !j.parallel {
+			wg.Wait() // keep the sequential ones apart from the parallel runs
+			results[i] = j.run()
+			continue
+		}
+		wg.Add(1)
+		slots <- struct{}{}
+		go func(i int, j job) {
+			defer wg.Done()
+			results[i] = j.run()
+			<-slots
+		}(i, j)
+	}
+	wg.Wait()
 	failed := 0
 	var out bytes.Buffer
 	for _, res := range results {
@@ -375,8 +399,10 @@ type cfRun struct {
 	conns   map[string]*Client
 	saved   map[string]string
 	pending map[string]chan cfReply
-	guards  map[string]*cfGuard
-	srv     *proc
+	// the connection each async command runs on
+	pendingConn map[string]string
+	guards      map[string]*cfGuard
+	srv         *proc
 }
 
 type cfReply struct {
@@ -443,7 +469,7 @@ func (r *cfRunner) scenario(c cfCase, proto string) cfResult {
 	id := c.ID + "@resp" + proto
 	p, _ := strconv.Atoi(proto)
 	run := &cfRun{r: r, addr: r.addr, proto: p, prefix: fmt.Sprintf("cf:%s:go:%s:", r.runID, id),
-		conns: map[string]*Client{}, saved: map[string]string{}, pending: map[string]chan cfReply{}, guards: map[string]*cfGuard{}}
+		conns: map[string]*Client{}, saved: map[string]string{}, pending: map[string]chan cfReply{}, pendingConn: map[string]string{}, guards: map[string]*cfGuard{}}
 	defer run.close()
 	for i, st := range c.Steps {
 		if why := run.step(st); why != "" {
@@ -455,7 +481,7 @@ func (r *cfRunner) scenario(c cfCase, proto string) cfResult {
 
 func (r *cfRunner) guardCase(c cfCase) cfResult {
 	run := &cfRun{r: r, addr: r.addr, proto: 2, prefix: fmt.Sprintf("cf:%s:go:%s:", r.runID, c.ID),
-		conns: map[string]*Client{}, saved: map[string]string{}, pending: map[string]chan cfReply{}, guards: map[string]*cfGuard{}}
+		conns: map[string]*Client{}, saved: map[string]string{}, pending: map[string]chan cfReply{}, pendingConn: map[string]string{}, guards: map[string]*cfGuard{}}
 	if c.Server == "own" {
 		bin := os.Getenv("RUVIO_BIN")
 		if bin == "" {
@@ -501,6 +527,7 @@ func (run *cfRun) step(st cfStep) string {
 		if st.Async != "" {
 			ch := make(chan cfReply, 1)
 			run.pending[st.Async] = ch
+			run.pendingConn[st.Async] = st.Conn
 			sent := time.Now()
 			go func() {
 				v, err := run.issue(c, args, st.Typed)
@@ -532,6 +559,24 @@ func (run *cfRun) step(st cfStep) string {
 		}
 		select {
 		case rep := <-ch:
+			if isDropped(st.Expect) {
+				// No reply: the server closed the connection under the command (CLIENT KILL).
+				if rep.err == nil {
+					return fmt.Sprintf("got %s, want the connection dropped", describe(rep.v))
+				}
+				if !errors.Is(rep.err, ErrConnectionLost) {
+					return fmt.Sprintf("got error %v, want a lost connection", rep.err)
+				}
+				name := run.pendingConn[st.ID]
+				if name == "" {
+					name = "a"
+				}
+				if c, ok := run.conns[name]; ok {
+					c.Close()
+					delete(run.conns, name)
+				}
+				return ""
+			}
 			if rep.err != nil {
 				return rep.err.Error()
 			}
@@ -621,6 +666,12 @@ func (run *cfRun) step(st cfStep) string {
 		return ""
 	}
 	return "unknown step " + st.Do
+}
+
+func isDropped(raw json.RawMessage) bool {
+	var m struct{ Match string }
+	_ = json.Unmarshal(raw, &m)
+	return m.Match == "dropped"
 }
 
 func boolInt(b bool) int64 {
@@ -884,5 +935,3 @@ func lockInfoFields(v any) (LockInfo, string) {
 	}
 	return info, ""
 }
-
-var _ = sync.Mutex{}
