@@ -130,11 +130,19 @@ func (ps *PubSub) subscribe(ctx context.Context, cmd string, set map[string]stru
 	if err != nil {
 		return err
 	}
+	var timeout <-chan time.Time
+	if t := ps.c.timeout(0); t > 0 {
+		timer := time.NewTimer(t)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for range names {
 		select {
 		case <-ps.confirm:
 		case <-ctx.Done():
 			return netErr(ctx, addr, true, ctx.Err())
+		case <-timeout:
+			return &NetError{Kind: ErrTimeout, Addr: addr, Sent: true, Err: errors.New("no subscription confirmation within the command timeout")}
 		case <-ps.exited:
 			return ErrClosed
 		}
