@@ -31,7 +31,8 @@ type lockConfig struct {
 	margin  time.Duration
 }
 
-// WithWait queues up to wait for the lock when it is taken (LEASE ... WAIT). Without it, Acquire returns at once.
+// WithWait queues up to wait for the lock when it is taken (LEASE ... WAIT); 0 waits until granted or until the
+// context ends. Without it, Acquire returns at once.
 func WithWait(wait time.Duration) LockOption {
 	return func(c *lockConfig) { c.wait, c.waiting = wait, true }
 }
