@@ -85,7 +85,7 @@ func (p *proc) launch() error {
 	return nil
 }
 
-// waitPing waits until addr answers PING (any answer, even NOAUTH, counts as up).
+// waitPing waits until addr answers PING with PONG (or NOAUTH).
 func waitPing(addr string, exited <-chan struct{}, limit time.Duration) error {
 	end := time.Now().Add(limit)
 	for time.Now().Before(end) {
@@ -100,7 +100,8 @@ func waitPing(addr string, exited <-chan struct{}, limit time.Duration) error {
 			_, _ = nc.Write([]byte("PING\r\n"))
 			line, rerr := bufio.NewReader(nc).ReadString('\n')
 			nc.Close()
-			if rerr == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-")) {
+			// PONG, or NOAUTH from a server with a password; not LOADING (still reading its data).
+			if rerr == nil && (strings.HasPrefix(line, "+PONG") || strings.HasPrefix(line, "-NOAUTH")) {
 				return nil
 			}
 		}
