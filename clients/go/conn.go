@@ -135,7 +135,11 @@ func (cn *conn) handshake(ctx context.Context, o *Options) error {
 	}
 	for i, r := range replies {
 		if e, ok := r.(*Error); ok {
-			return fmt.Errorf("ruvio: connection set-up %v: %w", cmds[i][0], e)
+			step := fmt.Sprint(cmds[i][0]) // (never the arguments: AUTH carries the password)
+			if step == "CLIENT" {
+				step += " " + fmt.Sprint(cmds[i][1])
+			}
+			return fmt.Errorf("ruvio: connection set-up %s: %w", step, e)
 		}
 	}
 	return nil
