@@ -489,3 +489,25 @@ func TestCloseStopsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An idle pooled connection stays in use after its last command's deadline has passed (the health check must not
+// mistake the old deadline for a dead connection).
+func TestIdleConnectionIsReusedAfterItsDeadline(t *testing.T) {
+	s := startServer(t)
+	ctx := testCtx(t)
+	c := connect(t, Options{Addr: s.Addr(), CommandTimeout: 100 * time.Millisecond, PoolSize: 1})
+	id1 := chk(Int64(c.Do(ctx, "CLIENT", "ID")))(t)
+	time.Sleep(300 * time.Millisecond)
+	id2 := chk(Int64(c.Do(ctx, "CLIENT", "ID")))(t)
+	if id1 != id2 {
+		t.Fatalf("the idle connection was replaced (CLIENT ID %d, then %d)", id1, id2)
+	}
+	// Likewise after a call whose context had a deadline.
+	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	chk(c.Do(dctx, "PING"))(t)
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	if id3 := chk(Int64(c.Do(ctx, "CLIENT", "ID")))(t); id3 != id1 {
+		t.Fatalf("the connection was replaced after a context deadline passed (%d, then %d)", id1, id3)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"time"
 )
 
 var errUnexpectedRead = errors.New("ruvio: unexpected data on an idle connection")
@@ -15,6 +16,11 @@ var errUnexpectedRead = errors.New("ruvio: unexpected data on an idle connection
 // connCheck peeks at an idle connection without blocking: a server that closed it (restart, idle timeout) has
 // left an EOF there, and the connection must not be used for the next command.
 func connCheck(nc net.Conn) error {
+	// The last command's deadline may have passed while the connection sat idle; a raw read would then fail
+	// with a timeout before looking at the socket. The next command sets its own deadline anyway.
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		return err
+	}
 	isTLS := false
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc, isTLS = tc.NetConn(), true
