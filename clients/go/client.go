@@ -120,10 +120,14 @@ func (c *Client) timeout(extra time.Duration) time.Duration {
 	return c.opts.CommandTimeout + extra
 }
 
-// noteFailure: with discovery, a lost connection or an unreachable server may mean a failover: look again.
+// noteFailure: with discovery, a lost connection, an unreachable or unresponsive server may mean a failover:
+// look again.
 func (c *Client) noteFailure(err error) {
 	if c.disc == nil {
 		return
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return // the caller's context ended: says nothing about the primary
 	}
 	if errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrUnreachable) || errors.Is(err, ErrTimeout) {
 		c.disc.invalidate()
