@@ -4,6 +4,7 @@
 # Run from the repository root by scripts/conformance.sh; exits non-zero only when the runner could not run.
 set -euo pipefail
 : "${CONFORMANCE_DIR:?}" "${CONFORMANCE_RESULTS:?}" "${RUVIO_ADDR:?}" "${RUVIO_BIN:?}"
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
 command -v go >/dev/null || { echo "conformance/runners/go.sh: 'go' is missing (clients/go/test.sh installs it)" >&2; exit 1; }
 cd clients/go
 go test -count=1 -run '^TestConformance$' -v . >"${CONFORMANCE_RESULTS}.log" 2>&1 || {
