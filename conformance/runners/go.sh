@@ -5,7 +5,12 @@
 set -euo pipefail
 : "${CONFORMANCE_DIR:?}" "${CONFORMANCE_RESULTS:?}" "${RUVIO_ADDR:?}" "${RUVIO_BIN:?}"
 if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then export PATH="/usr/local/go/bin:$PATH"; fi
-command -v go >/dev/null || { echo "conformance/runners/go.sh: 'go' is missing (clients/go/test.sh installs it)" >&2; exit 1; }
+command -v go >/dev/null || { echo "conformance/runners/go.sh: 'go' (>= 1.21) is missing" >&2; exit 1; }
+# The runner works from clients/go: make the paths it is given absolute first.
+CONFORMANCE_DIR="$(realpath -m "$CONFORMANCE_DIR")"
+CONFORMANCE_RESULTS="$(realpath -m "$CONFORMANCE_RESULTS")"
+RUVIO_BIN="$(realpath -m "$RUVIO_BIN")"
+export CONFORMANCE_DIR CONFORMANCE_RESULTS RUVIO_BIN
 cd clients/go
 go test -count=1 -run '^TestConformance$' -v . >"${CONFORMANCE_RESULTS}.log" 2>&1 || {
   status=$?
