@@ -417,7 +417,8 @@ func TestPoolIsSafeForConcurrentGoroutines(t *testing.T) {
 		t.Fatalf("pool of 4 keeps %d idle connections", idle)
 	}
 	clients := chk(String(c.Do(ctx, "CLIENT", "LIST")))(t)
-	if n := strings.Count(clients, "\n"); n > 4 {
+	// (One more is tolerated: the helper's readiness probe may still be listed while the server closes it.)
+	if n := strings.Count(clients, "\n"); n > 5 {
 		t.Fatalf("%d connections open for a pool of 4:\n%s", n, clients)
 	}
 
