@@ -1,0 +1,3 @@
+module github.com/ruvio/ruvio/clients/go
+
+go 1.21
