@@ -90,7 +90,7 @@ fn memory(_ctx: &mut Ctx, out: &mut String) {
 
 fn persistence(ctx: &mut Ctx, out: &mut String) {
     let store = ctx.store();
-    let (dirty, tokens) = (store.dirty, (store.locks.tokens.last(), store.locks.tokens.reserved_until()));
+    let (dirty, tokens) = (store.changes(), (store.locks.tokens.last(), store.locks.tokens.reserved_until()));
     crate::persistence::info_section(ctx.shared, dirty, tokens, out);
 }
 

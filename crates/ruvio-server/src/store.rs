@@ -23,8 +23,6 @@ pub struct Store {
     /// Whether anything consumes `log` (persistence, replication). When nothing does, records are not kept:
     /// an unconsumed log would grow without bound.
     pub log_enabled: bool,
-    /// Changes since the last save (INFO `rdb_changes_since_last_save`).
-    pub dirty: u64,
     /// Keys removed because their deadline passed, found on access, by active expiry or by the lock timer
     /// (INFO `expired_keys`).
     pub expired_keys: u64,
@@ -32,7 +30,13 @@ pub struct Store {
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, dirty: 0, expired_keys: 0 }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, expired_keys: 0 }
+    }
+
+    /// Changes made to the data so far, counted by the keyspace's mutators (INFO `rdb_changes_since_last_save`; a
+    /// write command is logged when it moved this).
+    pub fn changes(&self) -> u64 {
+        self.dbs.iter().map(Db::changes).sum()
     }
 
     /// Appends a record to the write log.

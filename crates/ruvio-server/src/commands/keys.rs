@@ -59,7 +59,6 @@ fn del(ctx: &mut Ctx) -> Value {
             on_lock_removed(store, db, k, &e, now);
         }
     }
-    store.dirty += n as u64;
     Value::Integer(n)
 }
 
@@ -149,7 +148,6 @@ fn rename_impl(ctx: &mut Ctx, only_if_absent: bool) -> Value {
     }
     let entry = db.remove(&args[1], now).expect("checked above");
     db.insert(&args[2], entry);
-    ctx.store().dirty += 1;
     if only_if_absent { Value::Integer(1) } else { Value::ok() }
 }
 
@@ -203,7 +201,6 @@ fn copy(ctx: &mut Ctx) -> Value {
         _ => {}
     }
     store.dbs[dst_db].insert(&args[2], entry);
-    store.dirty += 1;
     Value::Integer(1)
 }
 
@@ -227,7 +224,6 @@ fn move_key(ctx: &mut Ctx) -> Value {
     }
     let entry = store.dbs[src_db].remove(&args[1], now).expect("checked above");
     store.dbs[dst_db].insert(&args[1], entry);
-    store.dirty += 1;
     Value::Integer(1)
 }
 
@@ -252,7 +248,6 @@ fn swapdb(ctx: &mut Ctx) -> Value {
         left[lo].swap_contents(&mut right[0]);
         store.locks.swap_dbs(a, b);
     }
-    store.dirty += 1;
     Value::ok()
 }
 
@@ -267,7 +262,6 @@ fn flushdb(ctx: &mut Ctx) -> Value {
     let (db, now) = (ctx.client.db, ctx.now);
     let store = ctx.store();
     store.flush(Some(db), now);
-    store.dirty += 1;
     ctx.propagate_as(vec![Bytes::from_static(b"FLUSHDB")]);
     Value::ok()
 }
@@ -279,7 +273,6 @@ fn flushall(ctx: &mut Ctx) -> Value {
     let now = ctx.now;
     let store = ctx.store();
     store.flush(None, now);
-    store.dirty += 1;
     ctx.propagate_as(vec![Bytes::from_static(b"FLUSHALL")]);
     Value::ok()
 }
@@ -335,11 +328,9 @@ fn expire_generic(ctx: &mut Ctx, millis: bool, absolute: bool) -> Value {
     }
     if wall <= wall_now {
         db.remove(&args[1], now);
-        ctx.store().dirty += 1;
         ctx.propagate_as(vec![Bytes::from_static(b"DEL"), args[1].clone()]);
     } else {
         db.set_expire(&args[1], new_mono, now);
-        ctx.store().dirty += 1;
         ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), args[1].clone(), Bytes::from(wall.to_string())]);
     }
     Value::Integer(1)
@@ -388,7 +379,6 @@ fn persist(ctx: &mut Ctx) -> Value {
         Some(e) if e.data.is_lock() => Value::error(ERR_WRONGTYPE),
         Some(e) if e.expire_at != 0 => {
             db.set_expire(&args[1], 0, now);
-            ctx.store().dirty += 1;
             Value::Integer(1)
         }
         _ => Value::Integer(0),

@@ -310,7 +310,7 @@ mod tests {
 
 /// Runs a resolved command: the handler, then the write log and expiry follow-ups.
 pub fn call(ctx: &mut Ctx) -> Value {
-    let dirty_before = if ctx.spec.has(flags::WRITE) { ctx.store().dirty } else { 0 };
+    let changes_before = if ctx.spec.has(flags::WRITE) { ctx.store().changes() } else { 0 };
     let reply = (ctx.spec.handler)(ctx);
     if ctx.is_locked() {
         let now = ctx.now;
@@ -323,7 +323,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let store = ctx.store();
         // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
         store.settle_expired(now);
-        if write && store.log_enabled && store.dirty > dirty_before {
+        if write && store.log_enabled && store.changes() > changes_before {
             match propagate {
                 crate::context::Propagate::AsIs => store.log(db, args.to_vec()),
                 crate::context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),

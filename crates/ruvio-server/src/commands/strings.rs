@@ -150,7 +150,6 @@ fn set(ctx: &mut Ctx) -> Value {
         if !ctx.db().set_plain(&args[1], &args[2], now) {
             return Value::error(ERR_WRONGTYPE);
         }
-        ctx.store().dirty += 1;
         return Value::ok();
     }
     let o = match parse_set_options(args, now) {
@@ -183,7 +182,6 @@ fn set(ctx: &mut Ctx) -> Value {
         (None, false) => 0,
     };
     db.insert(&args[1], Entry { data: Data::Str(CompactBytes::new(&args[2])), expire_at });
-    ctx.store().dirty += 1;
     if let Some((_, wall)) = o.expire {
         ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone(), Bytes::from_static(b"PXAT"), wall_arg(wall)]);
     } else {
@@ -203,7 +201,6 @@ fn setnx(ctx: &mut Ctx) -> Value {
         return Value::Integer(0);
     }
     db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(&args[2]))));
-    ctx.store().dirty += 1;
     Value::Integer(1)
 }
 
@@ -221,7 +218,6 @@ fn set_with_ttl(ctx: &mut Ctx, millis: bool, name: &str) -> Value {
         return Value::error(ERR_WRONGTYPE);
     }
     ctx.db().insert(&args[1], Entry { data: Data::Str(CompactBytes::new(&args[3])), expire_at: mono });
-    ctx.store().dirty += 1;
     ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), args[3].clone(), Bytes::from_static(b"PXAT"), wall_arg(wall)]);
     Value::ok()
 }
@@ -242,7 +238,6 @@ fn getset(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(&args[2]))));
-    ctx.store().dirty += 1;
     ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), args[2].clone()]);
     old
 }
@@ -256,7 +251,6 @@ fn getdel(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     db.remove(&args[1], now);
-    ctx.store().dirty += 1;
     ctx.propagate_as(vec![Bytes::from_static(b"DEL"), args[1].clone()]);
     old
 }
@@ -295,12 +289,10 @@ fn getex(ctx: &mut Ctx) -> Value {
     };
     if let Some((mono, wall)) = expire {
         db.set_expire(&args[1], mono, now);
-        ctx.store().dirty += 1;
         ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), args[1].clone(), wall_arg(wall)]);
     } else if persist {
         if db.peek(&args[1]).is_some_and(|e| e.expire_at != 0) {
             db.set_expire(&args[1], 0, now);
-            ctx.store().dirty += 1;
             ctx.propagate_as(vec![Bytes::from_static(b"PERSIST"), args[1].clone()]);
         }
     }
@@ -334,7 +326,6 @@ fn mset(ctx: &mut Ctx) -> Value {
     for pair in args[1..].chunks(2) {
         db.insert(&pair[0], Entry::new(Data::Str(CompactBytes::new(&pair[1]))));
     }
-    ctx.store().dirty += 1;
     Value::ok()
 }
 
@@ -350,7 +341,6 @@ fn msetnx(ctx: &mut Ctx) -> Value {
     for pair in args[1..].chunks(2) {
         db.insert(&pair[0], Entry::new(Data::Str(CompactBytes::new(&pair[1]))));
     }
-    ctx.store().dirty += 1;
     Value::Integer(1)
 }
 
@@ -369,7 +359,6 @@ fn incr_by(ctx: &mut Ctx, delta: i64) -> Value {
         return Value::error("ERR increment or decrement would overflow");
     };
     write_string(db, &args[1], CompactBytes::new(itoa::Buffer::new().format(next).as_bytes()), now);
-    ctx.store().dirty += 1;
     Value::Integer(next)
 }
 
@@ -452,7 +441,6 @@ fn incrbyfloat(ctx: &mut Ctx) -> Value {
     }
     let text = decimal_sum(&current_text, &args[2]).unwrap_or_else(|| format_float(next));
     write_string(db, &args[1], CompactBytes::new(text.as_bytes()), now);
-    ctx.store().dirty += 1;
     // Replayed as SET so float rounding cannot differ on another machine.
     ctx.propagate_as(vec![Bytes::from_static(b"SET"), args[1].clone(), Bytes::from(text.clone()), Bytes::from_static(b"KEEPTTL")]);
     Value::Bulk(Bytes::from(text))
@@ -476,7 +464,6 @@ fn append(ctx: &mut Ctx) -> Value {
             db.insert(&args[1], Entry::new(Data::Str(CompactBytes::new(&args[2]))));
         }
     }
-    ctx.store().dirty += 1;
     Value::Integer((len + args[2].len()) as i64)
 }
 
@@ -537,7 +524,6 @@ fn setrange(ctx: &mut Ctx) -> Value {
             db.insert(&args[1], Entry::new(Data::Str(value)));
         }
     }
-    ctx.store().dirty += 1;
     Value::Integer(len.max(offset + patch.len()) as i64)
 }
 

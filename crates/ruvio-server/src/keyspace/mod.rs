@@ -142,6 +142,9 @@ pub struct Db {
     len: usize,
     volatile: usize,
     locks: LockCounts,
+    /// Changes made through the mutators below (expiry excluded: the store logs it as DEL on its own). A write
+    /// command is logged when this moved, so no handler counts its own changes and none can forget to.
+    changes: u64,
     /// Next segment active expiry looks at.
     expire_cursor: usize,
     watched: hashbrown::HashMap<CompactBytes, Vec<Arc<WatchFlag>>>,
@@ -204,6 +207,7 @@ impl Db {
             len: 0,
             volatile: 0,
             locks: LockCounts::default(),
+            changes: 0,
             expire_cursor: 0,
             watched: Default::default(),
             events: Vec::new(),
@@ -220,6 +224,10 @@ impl Db {
     /// Keys with a deadline.
     pub fn volatile_len(&self) -> usize {
         self.volatile
+    }
+    /// How many changes the mutators made so far (see the field).
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
     /// Lock keys and holders, counted as they change.
     pub fn lock_counts(&self) -> LockCounts {
@@ -324,7 +332,10 @@ impl Db {
         self.touch(key);
         let (h, s) = self.find_index(key);
         self.before_change(h, s, key);
-        self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data)
+        let found = self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data);
+        // Handed out to be changed: counted as a change.
+        self.changes += found.is_some() as u64;
+        found
     }
 
     /// Changes the semaphore at `key` in place (its holders), keeping the holder count right; None when `key` holds
@@ -350,6 +361,7 @@ impl Db {
         let seg = &mut self.segments[s];
         let new_volatile = entry.expire_at != 0;
         self.locks.add(&entry.data);
+        self.changes += 1;
         let old = match seg.table.find_mut(h, |e| &*e.0 == key) {
             Some(slot) => Some(std::mem::replace(&mut slot.1, entry)),
             None => {
@@ -379,6 +391,7 @@ impl Db {
                 let had_deadline = slot.1.expire_at != 0;
                 slot.1 = Entry::new(Data::Str(CompactBytes::new(value)));
                 count_volatile(&mut seg.volatile, &mut self.volatile, had_deadline, false);
+                self.changes += 1;
                 self.touch(key);
                 return true;
             }
@@ -398,6 +411,7 @@ impl Db {
         let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return None };
         let ((_, entry), _) = occ.remove();
         self.locks.sub(&entry.data);
+        self.changes += 1;
         if entry.expire_at != 0 {
             seg.volatile -= 1;
             self.volatile -= 1;
@@ -418,6 +432,7 @@ impl Db {
         let was = slot.1.expire_at != 0;
         slot.1.expire_at = expire_at;
         count_volatile(&mut seg.volatile, &mut self.volatile, was, expire_at != 0);
+        self.changes += 1;
         true
     }
 
@@ -435,6 +450,7 @@ impl Db {
         self.len = 0;
         self.volatile = 0;
         self.locks = LockCounts::default();
+        self.changes += 1;
     }
 
     /// Every key, live or not yet removed, with its entry; for snapshots and lock bookkeeping.
@@ -621,6 +637,8 @@ impl Db {
         std::mem::swap(&mut self.len, &mut other.len);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.locks, &mut other.locks);
+        self.changes += 1;
+        other.changes += 1;
         self.touch_all_watched();
         other.touch_all_watched();
     }

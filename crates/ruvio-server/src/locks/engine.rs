@@ -87,7 +87,6 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
     store.dbs[db].update_semaphore(key, now, |sem| sem.holders.retain(|h| h.deadline > now));
     for token in expired {
         store.locks.stats.expirations += 1;
-        store.dirty += 1;
         log_record(store, db, || records::lockdrop(key, token));
     }
     store.locks.pending.push((db, CompactBytes::new(key)));
@@ -191,7 +190,6 @@ fn undo_grant(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
 
 fn log_grant(store: &mut Store, db: usize, key: &[u8], want: Want, token: i64, deadline: u64) {
     store.locks.stats.grants += 1;
-    store.dirty += 1;
     log_record(store, db, || records::lockset(key, want, token, deadline));
 }
 
@@ -359,7 +357,6 @@ pub fn renew(store: &mut Store, db: usize, key: &[u8], token: i64, ttl_ms: u64, 
     disarm_unused(store, db, key, old);
     store.locks.arm(deadline, db, key);
     store.locks.stats.renewals += 1;
-    store.dirty += 1;
     log_record(store, db, || records::lockset(key, want, token, deadline));
     Ok(true)
 }
@@ -385,7 +382,6 @@ pub fn release(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) -
     }
     disarm_unused(store, db, key, deadline);
     store.locks.stats.releases += 1;
-    store.dirty += 1;
     log_record(store, db, || records::lockdrop(key, token));
     serve_key(store, db, key, now);
     Ok(true)
@@ -425,7 +421,6 @@ pub fn fence_write(store: &mut Store, db: usize, key: &[u8], token: i64, value: 
     }
     store.locks.fences_mut(db).insert(CompactBytes::new(key), token);
     store.dbs[db].insert(key, Entry { data: Data::Str(CompactBytes::new(value)), expire_at: deadline });
-    store.dirty += 1;
     log_record(store, db, || records::fenceset(key, token, value, deadline));
     Ok(true)
 }

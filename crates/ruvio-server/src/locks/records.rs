@@ -89,7 +89,6 @@ pub fn apply_lockset(store: &mut Store, db: usize, key: &[u8], want: Want, token
         }
     }
     store.locks.arm(deadline, db, key);
-    store.dirty += 1;
 }
 
 /// Applies `LOCKDROP`.
@@ -113,7 +112,6 @@ pub fn apply_lockdrop(store: &mut Store, db: usize, key: &[u8], token: i64, now:
         None => {}
     }
     store.locks.pending.push((db, CompactBytes::new(key)));
-    store.dirty += 1;
 }
 
 /// Applies `FENCESET`.
@@ -129,5 +127,4 @@ pub fn apply_fenceset(store: &mut Store, db: usize, key: &[u8], token: i64, valu
         let expire_at = if deadline_wall_ms == 0 { 0 } else { clock::wall_to_mono(deadline_wall_ms) };
         store.dbs[db].insert(key, Entry { data: Data::Str(CompactBytes::new(value)), expire_at });
     }
-    store.dirty += 1;
 }
