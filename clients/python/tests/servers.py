@@ -82,10 +82,17 @@ class Server:
         if p.poll() is None:
             try:
                 p.send_signal(signal.SIGCONT)
-            except ProcessLookupError:
-                pass
-            p.kill()
+                p.terminate()
+                p.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                p.kill()
         p.wait(timeout=20)
+
+    def kill9(self) -> None:
+        p, self.proc = self.proc, None
+        if p is not None:
+            p.kill()
+            p.wait(timeout=20)
 
     def restart(self) -> None:
         self.stop()
@@ -111,7 +118,8 @@ def _port_open(port: int) -> bool:
 def start_ruvio(*extra: str, port: Optional[int] = None, password: Optional[str] = None) -> Server:
     port = port or free_port()
     d = tempfile.mkdtemp(prefix="ruvio-py-test-")
-    args = [ruvio_bin(), "--port", str(port), "--dir", os.path.join(d, "data"), "--loglevel", "warning", *extra]
+    args = [ruvio_bin(), "--port", str(port), "--dir", os.path.join(d, "data"), "--loglevel", "warning", "--appendfsync", "always",
+            *extra]
     if password:
         args += ["--requirepass", password]
     return Server(args, port, d, password=password).start()
