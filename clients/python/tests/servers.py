@@ -101,6 +101,21 @@ class Server:
     def sigstop(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGSTOP)
+        # The signal is delivered asynchronously: wait until every thread is really stopped.
+        deadline = time.monotonic() + 10
+        task_dir = f"/proc/{self.proc.pid}/task"
+        while time.monotonic() < deadline:
+            states = []
+            for tid in os.listdir(task_dir):
+                try:
+                    with open(f"{task_dir}/{tid}/stat") as f:
+                        states.append(f.read().rsplit(")", 1)[1].split()[0])
+                except OSError:
+                    pass
+            if states and all(st in ("T", "t") for st in states):
+                return
+            time.sleep(0.005)
+        raise RuntimeError("the server did not stop after SIGSTOP")
 
     def sigcont(self) -> None:
         assert self.proc is not None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional, Type
 
@@ -71,7 +72,16 @@ class HeldLock:
 
     def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """Blocks until the lock is lost (True) or ``timeout`` seconds pass (False)."""
-        return self.lost.wait(timeout)
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.is_lost():
+            now = time.monotonic()
+            if end is not None and now >= end:
+                return False
+            step = self._schedule.loss_at() - now
+            if end is not None:
+                step = min(step, end - now)
+            self.lost.wait(max(0.001, step))
+        return True
 
     def remaining(self) -> float:
         """Seconds until the local loss deadline (the server's deadline minus the safety margin); <= 0 when lost."""
@@ -125,8 +135,13 @@ class HeldLock:
         timeout = max(0.01, s.loss_at() - now)
         sent = time.monotonic()
         try:
-            if self._conn is None:
-                self._conn = self.client.connection_pool.make_connection()
+            if self._conn is None or not self._conn.connected:
+                # Connecting must not outlast the loss deadline either (a paused server accepts TCP but
+                # never answers the handshake).
+                pool = self.client.connection_pool
+                ct = pool.options.connect_timeout
+                self._conn = Connection(replace(pool.options, connect_timeout=timeout if ct is None else min(ct, timeout)),
+                                        resolver=pool.resolver, require_primary=pool.require_primary)
             conn = self._conn
             conn.connect()
             reply = conn.call(c.renew(self.key, self.token, ttl_ms).args, timeout=timeout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import socket
 import ssl
 import time
@@ -131,6 +132,16 @@ class Connection:
             return True
         if self._reader.exception() is not None:
             return True
+        # The loop may not have run since the server closed the socket (or sent something unexpected): ask the
+        # kernel whether anything is waiting on an idle connection.
+        sock = self._writer.get_extra_info("socket")
+        if sock is not None:
+            try:
+                readable, _, _ = select.select([sock.fileno()], [], [], 0)
+            except (OSError, ValueError):
+                return True
+            if readable and not self.keep_pushes:
+                return True
         return False
 
     async def send_packed(self, data: bytes) -> None:
