@@ -124,6 +124,7 @@ class Sentinel:
         if watch:
             watcher = _SwitchWatcher(self, service_name, pool)
             watcher.start()
+            pool.watcher = watcher
             client._closers.append(watcher.stop)
         return client
 
@@ -138,6 +139,8 @@ class SentinelConnectionPool(ConnectionPool):
     def __init__(self, service_name: str, sentinel: Sentinel, options: ConnectionOptions, **kw: Any) -> None:
         self.service_name = service_name
         self.sentinel = sentinel
+        self.watcher: Optional[_SwitchWatcher] = None
+        """The ``+switch-master`` listener (``watcher.switches`` counts the switches it acted on)."""
         super().__init__(options, resolver=self._resolve, require_primary=True, **kw)
 
     def _resolve(self) -> Address:
