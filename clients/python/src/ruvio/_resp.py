@@ -84,14 +84,35 @@ class NeedMore:
 NEED_MORE = NeedMore()
 
 
+class Typed:
+    """A reply with its exact RESP type, from a ``Parser(typed=True)`` (used by tools and the conformance runner
+    to tell apart what the natural Python values fold together: simple vs bulk vs verbatim strings, integers vs
+    big numbers, arrays vs pushes, map entries in wire order).
+
+    ``kind``: nil, simple, error, integer, bulk, array, map, set, double, boolean, verbatim, bignumber, push.
+    ``value``: str (simple, error text), bytes (bulk), int, float, bool, None, a list of Typed (array, set, push),
+    a list of (Typed, Typed) pairs (map), ``(format, bytes)`` (verbatim).
+    """
+
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value: Any) -> None:
+        self.kind = kind
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"Typed({self.kind!r}, {self.value!r})"
+
+
 class Parser:
     """Incremental RESP2/RESP3 parser: :meth:`feed` bytes, then :meth:`get` replies one at a time."""
 
-    def __init__(self, decode_responses: bool = False, encoding: str = "utf-8") -> None:
+    def __init__(self, decode_responses: bool = False, encoding: str = "utf-8", typed: bool = False) -> None:
         self._buf = bytearray()
         self._pos = 0
         self.decode_responses = decode_responses
         self.encoding = encoding
+        self.typed = typed
 
     def feed(self, data: bytes) -> None:
         if self._pos > 65536 and self._pos > len(self._buf) // 2:
@@ -146,6 +167,8 @@ class Parser:
     @staticmethod
     def _int(raw: bytes) -> int:
         try:
+            if not raw or raw.strip() != raw or b"_" in raw:
+                raise ValueError
             return int(raw)
         except ValueError:
             raise InvalidResponse(f"not an integer in RESP header: {raw!r}") from None
@@ -156,22 +179,29 @@ class Parser:
             raise InvalidResponse("empty RESP line")
         t = line[0]
         rest = line[1:]
+        typed = self.typed
         if t == 43:  # +
-            return rest.decode("utf-8", "replace")
+            text = rest.decode("utf-8", "replace")
+            return Typed("simple", text) if typed else text
         if t == 45:  # -
-            return response_error(rest.decode("utf-8", "replace"))
-        if t == 58 or t == 40:  # : (
-            return self._int(rest)
+            text = rest.decode("utf-8", "replace")
+            return Typed("error", text) if typed else response_error(text)
+        if t == 58:  # :
+            n = self._int(rest)
+            return Typed("integer", n) if typed else n
         if t == 36:  # $
             n = self._int(rest)
             if n < 0:
-                return None
-            return self._str(self._blob(n))
+                return Typed("nil", None) if typed else None
+            data = self._blob(n)
+            return Typed("bulk", data) if typed else self._str(data)
         if t == 42 or t == 62 or t == 126:  # * > ~
             n = self._int(rest)
             if n < 0:
-                return None
+                return Typed("nil", None) if typed else None
             items = [self._parse() for _ in range(n)]
+            if typed:
+                return Typed({42: "array", 62: "push", 126: "set"}[t], items)
             if t == 62:
                 return PushMessage(items)
             if t == 126:
@@ -182,6 +212,10 @@ class Parser:
             return items
         if t == 37:  # %
             n = self._int(rest)
+            if n < 0:
+                raise InvalidResponse(f"negative map length {line!r}")
+            if typed:
+                return Typed("map", [(self._parse(), self._parse()) for _ in range(n)])
             out = {}
             for _ in range(n):
                 k = self._parse()
@@ -189,24 +223,31 @@ class Parser:
                 out[_hashable(k)] = v
             return out
         if t == 95:  # _
-            return None
+            if rest:
+                raise InvalidResponse(f"invalid RESP3 null {line!r}")
+            return Typed("nil", None) if typed else None
         if t == 35:  # #
-            if rest == b"t":
-                return True
-            if rest == b"f":
-                return False
-            raise InvalidResponse(f"invalid RESP3 boolean {line!r}")
+            if rest not in (b"t", b"f"):
+                raise InvalidResponse(f"invalid RESP3 boolean {line!r}")
+            return Typed("boolean", rest == b"t") if typed else rest == b"t"
         if t == 44:  # ,
             text = rest.decode("ascii", "replace").lower()
             try:
-                return float(text)
+                d = float(text)
             except ValueError:
                 raise InvalidResponse(f"invalid RESP3 double {line!r}") from None
+            return Typed("double", d) if typed else d
+        if t == 40:  # (
+            n = self._int(rest)
+            return Typed("bignumber", n) if typed else n
         if t == 33:  # !
-            return response_error(self._blob(self._int(rest)).decode("utf-8", "replace"))
+            text = self._blob(self._int(rest)).decode("utf-8", "replace")
+            return Typed("error", text) if typed else response_error(text)
         if t == 61:  # =
             data = self._blob(self._int(rest))
-            return self._str(data[4:])
+            if len(data) < 4 or data[3:4] != b":":
+                raise InvalidResponse(f"verbatim string without a format prefix: {data[:20]!r}")
+            return Typed("verbatim", (data[:3].decode("ascii", "replace"), data[4:])) if typed else self._str(data[4:])
         if t == 124:  # | attribute: read and drop, the real reply follows
             n = self._int(rest)
             for _ in range(2 * n):
@@ -240,4 +281,4 @@ def as_text(value: Any) -> Any:
     return value
 
 
-__all__: Tuple[str, ...] = ("PushMessage", "Parser", "NEED_MORE", "encode_command", "encode_many", "EncodableT")
+__all__: Tuple[str, ...] = ("PushMessage", "Parser", "Typed", "NEED_MORE", "encode_command", "encode_many", "EncodableT")

@@ -52,6 +52,8 @@ class HeldLock:
         self.lost = threading.Event()
         """Set when the lock is lost (or released)."""
         self.loss_reason: Optional[str] = None
+        self.lost_at: Optional[float] = None
+        """When loss was signalled, on the monotonic clock (``time.monotonic()``)."""
         """``"expired"``, ``"rejected"``, ``"max_hold_reached"`` or ``"released"``; None while held."""
         self._schedule = schedule
         self._on_lost = on_lost
@@ -92,6 +94,7 @@ class HeldLock:
             if self.lost.is_set():
                 return
             self.loss_reason = reason
+            self.lost_at = time.monotonic()
             self.lost.set()
         self._stop.set()
         if self._on_lost is not None and reason != RELEASED:

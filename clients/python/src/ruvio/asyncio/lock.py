@@ -57,6 +57,8 @@ class HeldLock:
         self.ttl_ms = ttl_ms
         self.lost = asyncio.Event()
         self.loss_reason: Optional[str] = None
+        self.lost_at: Optional[float] = None
+        """When loss was signalled, on the monotonic clock (``time.monotonic()``)."""
         self.renewals = 0
         self._schedule = schedule
         self._on_lost = on_lost
@@ -85,6 +87,7 @@ class HeldLock:
         if self.lost.is_set():
             return
         self.loss_reason = reason
+        self.lost_at = time.monotonic()
         self.lost.set()
         self._stop.set()
         if reason == RELEASED:
