@@ -7,6 +7,7 @@ import os
 import select
 import socket
 import ssl
+import sys
 import time
 from collections import deque
 from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Sequence, Tuple
@@ -17,6 +18,17 @@ from ..connection import DEFAULT, auth_error, handshake_commands, hello_unsuppor
 from ..exceptions import ConnectionError, InvalidResponse, ResponseError, TimeoutError
 
 AsyncResolver = Callable[[], Awaitable[Tuple[str, int]]]
+
+if sys.version_info >= (3, 11):
+
+    async def _read_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
+        async with asyncio.timeout(seconds):  # cheaper than wait_for: no extra task per read
+            return await reader.read(65536)
+
+else:  # pragma: no cover - Python 3.9/3.10
+
+    async def _read_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
+        return await asyncio.wait_for(reader.read(65536), timeout=seconds)
 
 
 class Connection:
@@ -186,7 +198,7 @@ class Connection:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         raise asyncio.TimeoutError
-                    data = await asyncio.wait_for(reader.read(65536), timeout=left)
+                    data = await _read_within(reader, left)
             except asyncio.TimeoutError:
                 if idle_ok:
                     raise TimeoutError("no message", sent=False) from None
