@@ -94,3 +94,16 @@ def test_examples_are_the_posts_snippets_verbatim() -> None:
     blocks = [b.rstrip("\n") + "\n" for b in blocks]
     assert (EXAMPLES / "lease.py").read_text() in blocks
     assert (EXAMPLES / "semaphore.py").read_text() in blocks
+
+
+@pytest.mark.parametrize("name", ["lock_helper.py", "asyncio_lock.py", "commands.py"])
+def test_examples_run(own_server: Server, name: str) -> None:
+    import subprocess
+    import sys
+
+    env = dict(os.environ, RUVIO_PORT=str(own_server.port))
+    out = subprocess.run([sys.executable, str(EXAMPLES / name)], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    expected = {"lock_helper.py": "released: released", "asyncio_lock.py": "done with token",
+                "commands.py": "'data': 'ruvio is up'"}[name]
+    assert expected in out.stdout, out.stdout
