@@ -174,9 +174,11 @@ class _SwitchWatcher:
                     return
                 ps = PubSub(ConnectionPool(options), ignore_subscribe_messages=True)
                 try:
-                    ps.subscribe("+switch-master")
+                    ps.subscribe("+switch-master")  # raises when this coordinator is down: try the next
                     while not self._stop.is_set():
                         msg = ps.get_message(timeout=0.5)
+                        if msg is None and ps._conn is None:
+                            break  # the connection broke and did not come back: try the next coordinator
                         if msg is None or msg["type"] != "message":
                             continue
                         words = str(as_text(msg["data"])).split()
