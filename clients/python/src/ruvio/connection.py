@@ -26,6 +26,20 @@ class _Default:
     pass
 
 
+class _Pid:
+    """This process's id, refreshed after fork() (so the pool need not ask the kernel on every command)."""
+
+    value = os.getpid()
+
+    @classmethod
+    def refresh(cls) -> None:
+        cls.value = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_Pid.refresh)
+
+
 DEFAULT: Any = _Default()
 """Use the connection's configured command timeout."""
 
@@ -100,7 +114,7 @@ class Connection:
         self.server_info: Dict[str, Any] = {}
         self.address: Tuple[str, int] = (options.host, options.port)
         self.generation = 0
-        self.pid = os.getpid()
+        self.pid = _Pid.value
         self.pushes: Deque[PushMessage] = deque(maxlen=10000)
         self.keep_pushes = False
 
@@ -261,6 +275,7 @@ class Connection:
         if timeout is DEFAULT:
             timeout = self.options.command_timeout
         deadline = None if timeout is None else time.monotonic() + timeout
+        first = True
         while True:
             reply = self._parser.get()
             if reply is not NEED_MORE:
@@ -271,8 +286,11 @@ class Connection:
             sock = self._sock
             if sock is None:
                 raise ConnectionError("not connected", sent=True)
-            if deadline is None:
-                self._settimeout(None)
+            if deadline is None or first:
+                # The whole timeout for the first read: the same value command after command, so the socket's
+                # timeout is not changed (a system call) on every request.
+                self._settimeout(timeout)
+                first = False
             else:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -284,7 +302,7 @@ class Connection:
                 self._settimeout(left)
             try:
                 data = sock.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, BlockingIOError):
                 if idle_ok:
                     raise TimeoutError("no message", sent=False) from None
                 self.disconnect()
@@ -347,7 +365,7 @@ class ConnectionPool:
         self._idle: Deque[Connection] = deque()
         self._created = 0
         self._generation = 0
-        self._pid = os.getpid()
+        self._pid = _Pid.value
 
     @property
     def discovers(self) -> bool:
@@ -358,7 +376,7 @@ class ConnectionPool:
         return Connection(self.options, resolver=self.resolver, require_primary=self.require_primary)
 
     def _check_pid(self) -> None:
-        if self._pid != os.getpid():
+        if self._pid != _Pid.value:
             self._cond = threading.Condition()
             self._reset_state()
 
@@ -401,7 +419,7 @@ class ConnectionPool:
     def release(self, conn: Connection) -> None:
         """Gives a connection back (a broken or outdated one is closed instead)."""
         with self._cond:
-            if conn.pid != os.getpid() or self._pid != os.getpid():
+            if conn.pid != _Pid.value or self._pid != _Pid.value:
                 return
             if conn.connected and conn.generation == self._generation:
                 self._idle.append(conn)
