@@ -119,3 +119,35 @@ async def test_asyncio_discovery(cluster: Tuple[Server, Server, Server]) -> None
     assert await r.set("a", "1") is True
     assert await r.get("a") == b"1"
     await r.aclose()
+
+
+def test_primary_killed_client_follows_the_failover(cluster: Tuple[Server, Server, Server]) -> None:
+    """kill -9 of the primary: the client's commands fail with connection errors (never hang), and once the
+    coordinator has promoted the replica the client rediscovers it and works again, without a restart."""
+    primary, replica, sentinel = cluster
+    s = Sentinel([("127.0.0.1", sentinel.port)])
+    r = s.primary_for(SERVICE, command_timeout=2.0, connect_timeout=1.0, watch=False)  # no +switch-master help
+    assert r.set("k", "v") is True
+    sent = ruvio.Ruvio("127.0.0.1", sentinel.port, protocol=2)
+    wait_until(lambda: len(sent.execute_command("SENTINEL", "REPLICAS", SERVICE)) == 1, 20, "sentinel to see the replica")
+    direct_replica = ruvio.Ruvio("127.0.0.1", replica.port)
+    wait_until(lambda: direct_replica.get("k") == b"v", 20, "replication")
+    primary.kill9()
+    deadline = time.monotonic() + 60
+    errors = 0
+    while True:
+        t0 = time.monotonic()
+        try:
+            assert r.set("after-kill", "1") is True
+            break
+        except (ruvio.ConnectionError, ruvio.TimeoutError, ruvio.ReadOnlyError):
+            errors += 1
+            assert time.monotonic() - t0 < 15  # an error within the timeouts, not a hang
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    assert errors >= 1
+    assert direct_replica.get("after-kill") == b"1"
+    r.close()
+    sent.close()
+    direct_replica.close()
