@@ -51,6 +51,7 @@ class ConnectionOptions:
             raise DataError("durability_replicas must be >= 0")
 
     def with_address(self, host: str, port: int) -> "ConnectionOptions":
+        """The same options for another address."""
         return replace(self, host=host, port=port)
 
     def make_ssl_context(self) -> Optional[_ssl.SSLContext]:

@@ -414,6 +414,7 @@ class PubSub:
 
     @property
     def subscribed(self) -> bool:
+        """True while at least one channel or pattern is subscribed."""
         return bool(self.channels or self.patterns)
 
     def _send(self, *args: EncodableT) -> None:

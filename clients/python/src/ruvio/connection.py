@@ -78,6 +78,7 @@ def hello_unsupported(err: ResponseError) -> bool:
 
 
 def auth_error(err: ResponseError) -> Optional[AuthenticationError]:
+    """The AuthenticationError for a refused-credentials reply, else None."""
     if err.code in ("WRONGPASS", "NOAUTH") or "invalid password" in str(err).lower():
         return AuthenticationError(str(err))
     return None
@@ -121,6 +122,7 @@ class Connection:
     # -- lifecycle -------------------------------------------------------------------------------------------
     @property
     def connected(self) -> bool:
+        """True while the socket is open."""
         return self._sock is not None
 
     def connect(self) -> None:
@@ -199,6 +201,7 @@ class Connection:
                 raise ConnectionError(f"{self.address[0]}:{self.address[1]} is a {name}, not the primary")
 
     def disconnect(self) -> None:
+        """Closes the socket (idempotent); the next send connects again."""
         sock, self._sock = self._sock, None
         self._parser.reset()
         if sock is not None:
@@ -262,6 +265,7 @@ class Connection:
             raise ConnectionError(f"connection to {self.address[0]}:{self.address[1]} lost while sending: {e}") from None
 
     def send_command(self, args: Sequence[EncodableT]) -> None:
+        """Encodes and writes one command."""
         self.send_packed(encode_command(args))
 
     def read_reply(self, timeout: Any = DEFAULT, idle_ok: bool = False) -> Any:
@@ -373,6 +377,7 @@ class ConnectionPool:
         return self.resolver is not None
 
     def make_connection(self) -> Connection:
+        """A new, not yet connected connection with the pool's options (and discovery)."""
         return Connection(self.options, resolver=self.resolver, require_primary=self.require_primary)
 
     def _check_pid(self) -> None:

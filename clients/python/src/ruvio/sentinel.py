@@ -53,6 +53,7 @@ class Sentinel:
 
     @property
     def sentinels(self) -> List[Address]:
+        """The coordinators, in the order they are asked."""
         with self._lock:
             return [(o.host, o.port) for o in self._sentinel_options]
 

@@ -269,14 +269,17 @@ class Pipeline:
         self._watching = True
 
     async def unwatch(self) -> None:
+        """``UNWATCH`` now."""
         if self._conn is not None:
             await self.immediate.execute_command("UNWATCH")
         self._watching = False
 
     def multi(self) -> None:
+        """Marks the start of the transaction's queue (for redis-py habits)."""
         self.transaction = True
 
     async def reset(self) -> None:
+        """Drops the queue and gives the connection back (after UNWATCH when watching)."""
         self._queue = []
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -361,6 +364,7 @@ class PubSub:
 
     @property
     def subscribed(self) -> bool:
+        """True while at least one channel or pattern is subscribed."""
         return bool(self.channels or self.patterns)
 
     async def _send(self, *args: EncodableT) -> None:
@@ -372,14 +376,17 @@ class PubSub:
             await (await self._connection()).send_packed(encode_command(args))
 
     async def subscribe(self, *channels: KeyT) -> None:
+        """``SUBSCRIBE``; the confirmations arrive as messages."""
         await self._send("SUBSCRIBE", *channels)
         self.channels.update(channels)
 
     async def psubscribe(self, *patterns: KeyT) -> None:
+        """``PSUBSCRIBE``."""
         await self._send("PSUBSCRIBE", *patterns)
         self.patterns.update(patterns)
 
     async def unsubscribe(self, *channels: KeyT) -> None:
+        """``UNSUBSCRIBE`` the channels, or all without arguments."""
         await self._send("UNSUBSCRIBE", *channels)
         if channels:
             self.channels.difference_update(channels)
@@ -387,6 +394,7 @@ class PubSub:
             self.channels.clear()
 
     async def punsubscribe(self, *patterns: KeyT) -> None:
+        """``PUNSUBSCRIBE`` the patterns, or all without arguments."""
         await self._send("PUNSUBSCRIBE", *patterns)
         if patterns:
             self.patterns.difference_update(patterns)
@@ -422,6 +430,7 @@ class PubSub:
                 return None
 
     async def listen(self) -> AsyncIterator[Dict[str, Any]]:
+        """Yields messages as they arrive, while subscribed."""
         while self.subscribed or self._conn is not None:
             msg = await self.get_message(timeout=None)
             if msg is not None:

@@ -55,6 +55,7 @@ class Connection:
 
     @property
     def connected(self) -> bool:
+        """True while the connection is open."""
         return self._writer is not None
 
     async def connect(self) -> None:
@@ -128,6 +129,7 @@ class Connection:
                 raise ConnectionError(f"{self.address[0]}:{self.address[1]} is a {name}, not the primary")
 
     def disconnect(self) -> None:
+        """Closes the connection (idempotent)."""
         writer, self._writer, self._reader = self._writer, None, None
         self._parser.reset()
         if writer is not None:
@@ -157,6 +159,7 @@ class Connection:
         return False
 
     async def send_packed(self, data: bytes) -> None:
+        """Writes already-encoded commands."""
         if self._writer is None:
             await self.connect()
         writer = self._writer
@@ -174,6 +177,7 @@ class Connection:
                 f"connection to {self.address[0]}:{self.address[1]} lost while sending: {e}") from None
 
     async def send_command(self, args: Sequence[EncodableT]) -> None:
+        """Encodes and writes one command."""
         await self.send_packed(encode_command(args))
 
     async def read_reply(self, timeout: Any = DEFAULT, idle_ok: bool = False) -> Any:
@@ -224,6 +228,7 @@ class Connection:
                 raise
 
     async def call(self, args: Sequence[EncodableT], timeout: Any = DEFAULT) -> Any:
+        """Sends one command and reads its reply (errors returned as values)."""
         await self.send_command(args)
         try:
             return await self.read_reply(timeout)
@@ -258,9 +263,11 @@ class ConnectionPool:
 
     @property
     def discovers(self) -> bool:
+        """True when each new connection asks for the primary's address (Sentinel discovery)."""
         return self.resolver is not None
 
     def make_connection(self) -> Connection:
+        """A new, not yet connected connection with the pool's options (and discovery)."""
         return Connection(self.options, resolver=self.resolver, require_primary=self.require_primary)
 
     def _wake_one(self) -> None:
@@ -271,6 +278,7 @@ class ConnectionPool:
                 return
 
     async def get_connection(self) -> Connection:
+        """A connected connection for the caller's exclusive use; give it back with :meth:`release`."""
         deadline = None if self.pool_timeout is None else time.monotonic() + self.pool_timeout
         conn: Optional[Connection] = None
         while True:
@@ -307,6 +315,7 @@ class ConnectionPool:
         return conn
 
     def release(self, conn: Connection) -> None:
+        """Gives a connection back (a broken or outdated one is closed instead)."""
         if conn.connected and conn.generation == self._generation:
             self._idle.append(conn)
         else:
@@ -315,6 +324,7 @@ class ConnectionPool:
         self._wake_one()
 
     def reset(self) -> None:
+        """Closes idle connections and retires those in use: the next command opens a fresh one."""
         self._generation += 1
         idle, self._idle = self._idle, deque()
         self._created -= len(idle)
@@ -324,4 +334,5 @@ class ConnectionPool:
             self._wake_one()
 
     async def disconnect(self) -> None:
+        """Closes every idle connection."""
         self.reset()
