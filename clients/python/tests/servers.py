@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -10,6 +11,21 @@ import subprocess
 import tempfile
 import time
 from typing import List, Optional
+
+
+_DIRS: List[str] = []
+
+
+def _tempdir(prefix: str) -> str:
+    d = tempfile.mkdtemp(prefix=prefix)
+    _DIRS.append(d)
+    return d
+
+
+@atexit.register
+def _remove_tempdirs() -> None:
+    for d in _DIRS:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def ruvio_bin() -> str:
@@ -132,7 +148,7 @@ def _port_open(port: int) -> bool:
 
 def start_ruvio(*extra: str, port: Optional[int] = None, password: Optional[str] = None) -> Server:
     port = port or free_port()
-    d = tempfile.mkdtemp(prefix="ruvio-py-test-")
+    d = _tempdir("ruvio-py-test-")
     args = [ruvio_bin(), "--port", str(port), "--dir", os.path.join(d, "data"), "--loglevel", "warning", "--appendfsync", "always",
             *extra]
     if password:
@@ -145,7 +161,7 @@ def start_redis(*extra: str, port: Optional[int] = None) -> Server:
     if exe is None:
         raise RuntimeError("redis-server is not installed (test.sh installs it when run as root)")
     port = port if port is not None else free_port()
-    d = tempfile.mkdtemp(prefix="ruvio-py-redis-")
+    d = _tempdir("ruvio-py-redis-")
     args = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", d, "--save", "", "--appendonly", "no",
             "--loglevel", "warning", *extra]
     return Server(args, port, d).start()
@@ -156,7 +172,7 @@ def start_sentinel(primary_port: int, service: str, *, down_after_ms: int = 1000
     if exe is None:
         raise RuntimeError("redis-sentinel is not installed (test.sh installs it when run as root)")
     port = free_port()
-    d = tempfile.mkdtemp(prefix="ruvio-py-sentinel-")
+    d = _tempdir("ruvio-py-sentinel-")
     conf = os.path.join(d, "sentinel.conf")
     with open(conf, "w") as f:
         f.write(f"port {port}\nbind 127.0.0.1\ndir {d}\n"

@@ -13,7 +13,7 @@ import pytest
 
 import ruvio
 from ruvio._options import parse_url
-from servers import Server, free_port, start_redis, start_ruvio
+from servers import Server, _tempdir, free_port, start_redis, start_ruvio
 
 
 def test_url_parsing() -> None:
@@ -183,7 +183,7 @@ def tls_files() -> str:
     openssl = shutil.which("openssl")
     if openssl is None:
         raise RuntimeError("openssl is needed for the TLS test")
-    d = tempfile.mkdtemp(prefix="ruvio-py-tls-")
+    d = _tempdir("ruvio-py-tls-")
     subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
                     "-keyout", os.path.join(d, "key.pem"), "-out", os.path.join(d, "cert.pem"),
                     "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
