@@ -232,3 +232,23 @@ def test_thread_safe_pool(server: Server, key: str) -> None:
     assert r.get(key) == b"800"
     assert r.connection_pool._created <= 4
     r.close()
+
+
+def test_no_objects_leak_per_command(server: Server, key: str) -> None:
+    """Regression: the parser once re-raised one shared exception instance, whose traceback grew by a few frames
+    per command (a leak, and long garbage-collection pauses)."""
+    import gc
+
+    r = ruvio.Ruvio("127.0.0.1", server.port)
+    r.set(key, "v")
+    for _ in range(100):
+        r.get(key)
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(5000):
+        r.get(key)
+        t = r.lease(key + ":l", 10_000)
+        r.release(key + ":l", t)  # type: ignore[arg-type]
+    gc.collect()
+    assert len(gc.get_objects()) - before < 500
+    r.close()

@@ -68,10 +68,8 @@ def encode_many(commands: Sequence[Sequence[EncodableT]]) -> bytes:
 
 
 class _Incomplete(Exception):
-    pass
-
-
-_INCOMPLETE = _Incomplete()
+    """Raised inside the parser when the buffer ends mid-reply. A fresh instance each time: re-raising one shared
+    instance would chain every raise's traceback onto it and keep all those frames alive."""
 
 
 class NeedMore:
@@ -141,7 +139,7 @@ class Parser:
         if end < 0:
             if len(self._buf) - self._pos > 1 << 20:
                 raise InvalidResponse("RESP header line longer than 1 MB")
-            raise _INCOMPLETE
+            raise _Incomplete()
         line = bytes(self._buf[self._pos : end])
         self._pos = end + 2
         return line
@@ -149,7 +147,7 @@ class Parser:
     def _blob(self, n: int) -> bytes:
         end = self._pos + n
         if len(self._buf) < end + 2:
-            raise _INCOMPLETE
+            raise _Incomplete()
         data = bytes(self._buf[self._pos : end])
         if self._buf[end : end + 2] != b"\r\n":
             raise InvalidResponse("bulk string not followed by CRLF")

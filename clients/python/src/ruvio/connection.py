@@ -362,7 +362,7 @@ class ConnectionPool:
         self.pool_timeout: Optional[float] = options.command_timeout if pool_timeout is DEFAULT else pool_timeout
         self.resolver = resolver
         self.require_primary = require_primary
-        self._cond = threading.Condition()
+        self._cond = threading.Condition(threading.Lock())
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -382,7 +382,7 @@ class ConnectionPool:
 
     def _check_pid(self) -> None:
         if self._pid != _Pid.value:
-            self._cond = threading.Condition()
+            self._cond = threading.Condition(threading.Lock())
             self._reset_state()
 
     def get_connection(self) -> Connection:
@@ -390,7 +390,7 @@ class ConnectionPool:
         with self._cond:
             self._check_pid()
             conn: Optional[Connection] = None
-            deadline = None if self.pool_timeout is None else time.monotonic() + self.pool_timeout
+            deadline: Optional[float] = None
             while True:
                 if self._idle:
                     conn = self._idle.pop()
@@ -398,6 +398,8 @@ class ConnectionPool:
                 if self.max_connections is None or self._created < self.max_connections:
                     self._created += 1
                     break
+                if deadline is None and self.pool_timeout is not None:
+                    deadline = time.monotonic() + self.pool_timeout
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     raise ConnectionError(
