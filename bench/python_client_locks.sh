@@ -20,8 +20,9 @@ KEYS=${KEYS:-10000}
 DURATION=${DURATION:-10}
 ROUNDS=${ROUNDS:-3}
 TTL=10000
-RUVIO_PORT=${RUVIO_PORT:-7431}
-REDIS_PORT=${REDIS_PORT:-7432}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+RUVIO_PORT=${RUVIO_PORT:-$(free_port)}
+REDIS_PORT=${REDIS_PORT:-$(free_port)}
 if [ -z "${RUVIO_BIN:-}" ]; then
   cargo build --release -q -p ruvio
   RUVIO_BIN=target/release/ruvio
@@ -36,6 +37,10 @@ DRIVER=(env PYTHONUNBUFFERED=1 "$VENV/bin/python" clients/python/bench/lock_cycl
 . bench/lib.sh
 bench_init
 start_both $RUVIO_PORT $REDIS_PORT --appendonly no
+# Make sure each port is served by the server started here (not by something else already listening there).
+kill -0 "$RUVIO_PID" && kill -0 "$REDIS_PID" || { echo "a server did not start (port taken?)" >&2; exit 1; }
+[ "$(redis-cli -p $RUVIO_PORT --raw HELLO 2 | sed -n 2p)" = ruvio ] || { echo "port $RUVIO_PORT is not our ruvio" >&2; exit 1; }
+[ "$(redis-cli -p $REDIS_PORT --raw HELLO 2 | sed -n 2p)" = redis ] || { echo "port $REDIS_PORT is not our redis-server" >&2; exit 1; }
 
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 run() { # client flavor port pid

@@ -73,14 +73,15 @@ class Sentinel:
             conn.disconnect()
         return address
 
-    def primary_for(self, service_name: str, **client_kwargs: Any) -> Ruvio:
-        """An asyncio client that always talks to the current primary of ``service_name`` (it rediscovers on
-        ``-READONLY`` and connection loss; watching ``+switch-master`` is left to the blocking client)."""
+    def primary_for(self, service_name: str, *, watch: bool = True, **client_kwargs: Any) -> Ruvio:
+        """An asyncio client that always talks to the current primary of ``service_name``: it rediscovers on
+        ``-READONLY``, on connection loss and (with ``watch``) on ``+switch-master``, which a background task
+        started with the client's first connection listens for (stopped by ``aclose()``)."""
         kw = dict(self.connection_kwargs)
         kw.update(client_kwargs)
         max_connections = kw.pop("max_connections", None)
         options = ConnectionOptions(**kw)
-        pool = SentinelConnectionPool(service_name, self, options, max_connections=max_connections)
+        pool = SentinelConnectionPool(service_name, self, options, max_connections=max_connections, watch=watch)
         return Ruvio(connection_pool=pool)
 
     master_for = primary_for
@@ -89,10 +90,55 @@ class Sentinel:
 class SentinelConnectionPool(ConnectionPool):
     """An asyncio pool whose every new connection discovers the primary first and confirms it with ROLE."""
 
-    def __init__(self, service_name: str, sentinel: Sentinel, options: ConnectionOptions, **kw: Any) -> None:
+    def __init__(
+        self, service_name: str, sentinel: Sentinel, options: ConnectionOptions, watch: bool = True, **kw: Any
+    ) -> None:
         self.service_name = service_name
         self.sentinel = sentinel
+        self.watch = watch
+        self.switches = 0
+        """How many ``+switch-master`` announcements for the service the watcher acted on."""
+        self._watcher: Optional["asyncio.Task[None]"] = None
         super().__init__(options, resolver=self._resolve, require_primary=True, **kw)
 
     async def _resolve(self) -> Address:
         return await self.sentinel.primary_address(self.service_name)
+
+    async def get_connection(self) -> Connection:
+        """As the base pool's, and starts the ``+switch-master`` watcher on first use."""
+        if self.watch and (self._watcher is None or self._watcher.done()):
+            self._watcher = asyncio.ensure_future(self._watch())
+        return await super().get_connection()
+
+    async def disconnect(self) -> None:
+        """Closes the idle connections and stops the watcher."""
+        w, self._watcher = self._watcher, None
+        if w is not None:
+            w.cancel()
+            try:
+                await w
+            except (asyncio.CancelledError, Exception):
+                pass
+        await super().disconnect()
+
+    async def _watch(self) -> None:
+        while True:
+            for options in list(self.sentinel._sentinel_options):
+                ps = PubSub(ConnectionPool(options), ignore_subscribe_messages=True)
+                try:
+                    await ps.subscribe("+switch-master")
+                    while True:
+                        msg = await ps.get_message(timeout=1.0)
+                        if msg is None and ps._conn is None:
+                            break
+                        if msg is None or msg["type"] != "message":
+                            continue
+                        words = str(as_text(msg["data"])).split()
+                        if words and words[0] == self.service_name:
+                            self.switches += 1
+                            self.reset()
+                except (RuvioError, OSError):
+                    pass
+                finally:
+                    await ps.aclose()
+            await asyncio.sleep(0.5)
