@@ -168,8 +168,10 @@ def run_encode(case: Dict[str, Any]) -> Optional[str]:
 
 # --- scenarios and guards -------------------------------------------------------------------------------------
 class Run:
-    def __init__(self, case_id: str, protocol: int, host: str, port: int, server: Optional[Server] = None) -> None:
-        self.prefix = f"cf:{RUN_ID}:{LANG}:{case_id}@resp{protocol}:"
+    def __init__(self, case_id: str, protocol: int, host: str, port: int, server: Optional[Server] = None,
+                 guard: bool = False) -> None:
+        # Guard cases run once (RESP2) and their prefix has no protocol suffix.
+        self.prefix = f"cf:{RUN_ID}:{LANG}:{case_id}:" if guard else f"cf:{RUN_ID}:{LANG}:{case_id}@resp{protocol}:"
         self.protocol = protocol
         self.host, self.port = host, port
         self.server = server
@@ -230,7 +232,11 @@ class Run:
                 sent = time.monotonic()
 
                 def work(s: Dict[str, Any] = step) -> Tuple[Any, float]:
-                    r = self.call(s)
+                    try:
+                        r = self.call(s)
+                    except ruvio.ConnectionError as e:
+                        # The server closed the connection (CLIENT KILL): the `dropped` matcher expects this.
+                        r = {"type": "dropped", "conn": s.get("conn", "a"), "detail": str(e)}
                     return r, time.monotonic()
 
                 self.pending[step["async"]] = (self.pool.submit(work), sent)
@@ -252,6 +258,10 @@ class Run:
             if "min_elapsed_ms" in step and (arrived - sent) * 1000 < int(step["min_elapsed_ms"]):
                 raise StepFailed(f"reply came after {(arrived - sent) * 1000:.0f} ms, before "
                                  f"{step['min_elapsed_ms']} ms")
+            if isinstance(got, dict) and got.get("type") == "dropped":
+                gone = self.conns.pop(got["conn"], None)  # that connection is gone: the runner drops it
+                if gone is not None:
+                    gone.close()
             why = self.check(got, step["expect"])
             if why is not None:
                 raise StepFailed(why)
@@ -429,15 +439,17 @@ def match(got: Any, e: Dict[str, Any], saved: Dict[str, str]) -> Optional[str]:
     elif m == "value":
         ok = model_equal(got, e["value"])
     elif m == "any":
-        ok = got.get("type") != "error"
+        ok = got.get("type") not in ("error", "dropped")
+    elif m == "dropped":
+        ok = got.get("type") == "dropped"
     else:
         return f"unknown matcher {m!r}"
     return None if ok else f"got {shown}, expected {json.dumps(e)}"
 
 
-def run_case(case: Dict[str, Any], protocol: int, host: str, port: int, own: bool) -> Optional[str]:
+def run_case(case: Dict[str, Any], protocol: int, host: str, port: int, own: bool, guard: bool = False) -> Optional[str]:
     server = start_ruvio() if own else None
-    run = Run(case["id"], protocol, "127.0.0.1" if server else host, server.port if server else port, server)
+    run = Run(case["id"], protocol, "127.0.0.1" if server else host, server.port if server else port, server, guard)
     try:
         for i, step in enumerate(case["steps"]):
             try:
@@ -479,7 +491,7 @@ def main() -> int:
                 report(f"{case['id']}@resp{proto}", run_case(case, int(proto), host, port, False))
     for path in sorted((corpus / "guard").glob("*.json")):
         for case in json.loads(path.read_text())["cases"]:
-            report(case["id"], run_case(case, 2, host, port, case.get("server") == "own"))
+            report(case["id"], run_case(case, 2, host, port, case.get("server") == "own", guard=True))
     with open(results_path, "w") as f:
         for line in lines:
             f.write(json.dumps(line) + "\n")
