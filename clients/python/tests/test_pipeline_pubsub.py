@@ -134,3 +134,22 @@ def test_pubsub_resubscribes_after_restart(own_server: Server, key: str) -> None
     assert received is not None and received["data"] == b"after restart"
     ps.close()
     r.close()
+
+
+def test_unwatch_and_pubsub_ping(r: ruvio.Ruvio, server: Server, key: str) -> None:
+    other = ruvio.Ruvio("127.0.0.1", server.port)
+    with r.pipeline() as pipe:
+        pipe.watch(key)
+        pipe.unwatch()
+        other.set(key, "changed")  # no longer watched: EXEC runs
+        pipe.multi()
+        pipe.set(key, "mine")
+        assert pipe.execute() == [True]
+    assert r.get(key) == b"mine"
+    ps = r.pubsub(ignore_subscribe_messages=True)
+    ps.subscribe(key)
+    ps.ping()
+    msg = ps.get_message(timeout=5)
+    assert msg is not None and msg["type"] == "pong"
+    ps.close()
+    other.close()
