@@ -214,3 +214,36 @@ def test_tls(tls_files: str) -> None:
         u.close()
     finally:
         s.stop()
+
+
+def test_pool_cap_and_wait(server: Server, key: str) -> None:
+    r = ruvio.Ruvio("127.0.0.1", server.port, max_connections=1, pool_timeout=0.3)
+    held = r.connection_pool.get_connection()
+    t0 = time.monotonic()
+    with pytest.raises(ruvio.ConnectionError):
+        r.ping()  # the only connection is taken: wait pool_timeout, then fail
+    assert 0.25 < time.monotonic() - t0 < 5
+    threading.Timer(0.1, lambda: r.connection_pool.release(held)).start()
+    r2 = ruvio.Ruvio(connection_pool=r.connection_pool)
+    r.connection_pool.pool_timeout = 5.0
+    assert r2.ping()  # waits for the connection to come back
+    r.close()
+
+
+def test_pool_after_fork(server: Server, key: str) -> None:
+    r = ruvio.Ruvio("127.0.0.1", server.port)
+    parent_id = r.client_id()
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: must not reuse the parent's socket
+        try:
+            child_id = r.client_id()
+            os.write(wfd, str(child_id).encode())
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    child_id = int(os.read(rfd, 100) or b"0")
+    os.waitpid(pid, 0)
+    assert child_id and child_id != parent_id
+    assert r.client_id() == parent_id  # the parent's connection is intact
+    r.close()
