@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 
@@ -106,7 +105,6 @@ def test_lease_is_not_retried_after_a_timeout(own_server: Server, key: str) -> N
 
 def test_reconnects_after_restart(own_server: Server, key: str) -> None:
     r = ruvio.Ruvio("127.0.0.1", own_server.port)
-    first = r.client_id()
     token = r.lease(key, 60_000)
     assert token is not None
     own_server.restart()

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import ssl as _ssl
 import time
-from types import TracebackType
 from typing import (
-    TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type, TypeVar, Union,
+    TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, TypeVar,
 )
 
 from . import _commands as c
 from ._commands import Cmd, KeyT
 from ._options import DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, ConnectionOptions, parse_url
-from ._resp import EncodableT, PushMessage, as_text, encode_command, encode_many
+from ._resp import EncodableT, as_text, encode_command, encode_many
 from ._sync_commands import SyncCommands
 from .connection import DEFAULT, Connection, ConnectionPool
 from .exceptions import (

@@ -17,14 +17,13 @@ follows the usual rule (LEASE and SEMAPHORE are never resent after an ambiguous 
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._options import ConnectionOptions
 from ._resp import as_text
 from .client import PubSub, Ruvio
-from .connection import Connection, ConnectionPool, role_of
-from .exceptions import ConnectionError, PrimaryNotFoundError, ResponseError, RuvioError, TimeoutError
+from .connection import Connection, ConnectionPool
+from .exceptions import ConnectionError, PrimaryNotFoundError, ResponseError, RuvioError
 
 __all__ = ["Sentinel", "SentinelConnectionPool"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import ssl as _ssl
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Sequence, Set, TypeVar, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Sequence, Set, TypeVar
 
 from .. import _commands as c
 from .._commands import Cmd, KeyT

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import select
 import socket
 import ssl
 import sys
 import time
 from collections import deque
-from typing import Any, Awaitable, Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Awaitable, Callable, Deque, Dict, Optional, Sequence, Tuple
 
 from .._options import ConnectionOptions
 from .._resp import NEED_MORE, EncodableT, Parser, PushMessage, as_text, encode_command, pairs_to_dict
