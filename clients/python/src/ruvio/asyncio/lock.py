@@ -256,7 +256,15 @@ class Lock:
         held, self.held = self.held, None
         if held is None:
             return
+        held._owner = None  # no cancellation from here on
         cancelled_by_us = held.cancelled_owner
+        if cancelled_by_us and exc is None:
+            # The block finished just as the lock was lost: the cancellation we asked for is still pending.
+            # Take it here, so that it does not hit the release below, and report the loss.
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError as pending:
+                exc = pending
         try:
             await held.release()
         except RuvioError:
