@@ -1,0 +1,161 @@
+"""The typed command methods of the blocking client (shared by :class:`~ruvio.Ruvio` and a pipeline's
+``immediate`` view)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Mapping, Optional, TypeVar
+
+from . import _commands as c
+from ._commands import Cmd, KeyT, LockInfo, ValueT
+from ._resp import EncodableT
+
+T = TypeVar("T")
+
+
+class SyncCommands:
+    """Command methods. Subclasses provide :meth:`_run`."""
+
+    def _run(self, cmd: Cmd[T]) -> T:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # -- any command ------------------------------------------------------------------------------------------
+    def execute_command(self, *args: EncodableT) -> Any:
+        """Sends any command and returns its reply as Python values (see :mod:`ruvio._resp` for the mapping).
+        An error reply raises :class:`~ruvio.ResponseError`."""
+        return self._run(c.execute(*args))
+
+    # -- locks ------------------------------------------------------------------------------------------------
+    def lease(self, key: KeyT, ttl_ms: int, wait_ms: Optional[int] = None) -> Optional[int]:
+        """``LEASE key ttl_ms [WAIT wait_ms]``: the fencing token when you now hold the lock, ``None`` when someone
+        else holds it (or, with ``wait_ms``, the wait ran out; ``wait_ms=0`` waits without limit).
+
+        Never retried after an ambiguous failure: a :class:`~ruvio.ConnectionError` or :class:`~ruvio.TimeoutError`
+        with ``sent=True`` means the grant may have happened (it then frees itself when its TTL ends)."""
+        return self._run(c.lease(key, ttl_ms, wait_ms))
+
+    def semaphore(self, key: KeyT, limit: int, ttl_ms: int, wait_ms: Optional[int] = None) -> Optional[int]:
+        """``SEMAPHORE key limit ttl_ms [WAIT wait_ms]``: the token of your slot, or ``None`` when all ``limit``
+        slots are taken. Never retried after an ambiguous failure (see :meth:`lease`)."""
+        return self._run(c.semaphore(key, limit, ttl_ms, wait_ms))
+
+    def renew(self, key: KeyT, token: int, ttl_ms: int) -> bool:
+        """``RENEW key token ttl_ms``: True when ``token`` still holds ``key`` and its deadline moved to now +
+        ``ttl_ms``; False when it no longer holds it. Retried on a fresh connection after a connection loss."""
+        return self._run(c.renew(key, token, ttl_ms))
+
+    def release(self, key: KeyT, token: int) -> bool:
+        """``RELEASE key token``: True when released, False if the token no longer matches. Retried on a fresh
+        connection after a connection loss (safe: it carries the token)."""
+        return self._run(c.release(key, token))
+
+    def ifgt(self, key: KeyT, token: int, value: ValueT, px_ms: Optional[int] = None) -> bool:
+        """``IFGT key token value [PX px_ms]``: a fenced write. True when written, False when a higher token
+        already wrote ``key``."""
+        return self._run(c.ifgt(key, token, value, px_ms))
+
+    def lock_info(self, key: KeyT) -> Optional[LockInfo]:
+        """``LOCKINFO key``: kind, limit, holders (token, remaining_ms) and waiters, or ``None`` without a lock."""
+        return self._run(c.lock_info(key))
+
+    # -- everyday commands ------------------------------------------------------------------------------------
+    def ping(self) -> bool:
+        """``PING``: True on ``PONG``."""
+        return self._run(c.ping())
+
+    def echo(self, value: ValueT) -> Any:
+        """``ECHO value``."""
+        return self._run(c.echo(value))
+
+    def get(self, key: KeyT) -> Any:
+        """``GET key``: the value (bytes, or str with ``decode_responses``), ``None`` when missing."""
+        return self._run(c.get(key))
+
+    def set(
+        self,
+        key: KeyT,
+        value: ValueT,
+        ex: Optional[int] = None,
+        px: Optional[int] = None,
+        nx: bool = False,
+        xx: bool = False,
+        keepttl: bool = False,
+        get: bool = False,
+    ) -> Any:
+        """``SET``: True when set, ``None`` when NX/XX prevented it; with ``get=True`` the old value."""
+        return self._run(c.set(key, value, ex, px, nx, xx, keepttl, get))
+
+    def delete(self, *keys: KeyT) -> int:
+        """``DEL``: how many keys were removed."""
+        return self._run(c.delete(*keys))
+
+    def exists(self, *keys: KeyT) -> int:
+        """``EXISTS``: how many of the keys exist."""
+        return self._run(c.exists(*keys))
+
+    def expire(self, key: KeyT, seconds: int) -> bool:
+        """``EXPIRE``: True when the timeout was set."""
+        return self._run(c.expire(key, seconds))
+
+    def pexpire(self, key: KeyT, ms: int) -> bool:
+        """``PEXPIRE``: True when the timeout was set."""
+        return self._run(c.pexpire(key, ms))
+
+    def ttl(self, key: KeyT) -> int:
+        """``TTL``: seconds left, -1 without expiry, -2 when missing."""
+        return self._run(c.ttl(key))
+
+    def pttl(self, key: KeyT) -> int:
+        """``PTTL``: milliseconds left, -1 without expiry, -2 when missing."""
+        return self._run(c.pttl(key))
+
+    def incr(self, key: KeyT, amount: int = 1) -> int:
+        """``INCR``/``INCRBY``: the new value."""
+        return self._run(c.incr(key, amount))
+
+    def decr(self, key: KeyT, amount: int = 1) -> int:
+        """``DECR``/``DECRBY``: the new value."""
+        return self._run(c.decr(key, amount))
+
+    def mget(self, *keys: KeyT) -> List[Any]:
+        """``MGET``: values in key order, ``None`` for missing keys."""
+        return self._run(c.mget(*keys))
+
+    def mset(self, mapping: Mapping[KeyT, ValueT]) -> bool:
+        """``MSET``: True."""
+        return self._run(c.mset(mapping))
+
+    def keys(self, pattern: KeyT = "*") -> List[Any]:
+        """``KEYS pattern``."""
+        return self._run(c.keys(pattern))
+
+    def type(self, key: KeyT) -> str:
+        """``TYPE``: ``string``, ``lease``, ``semaphore``, ``none``..."""
+        return self._run(c.type_(key))
+
+    def publish(self, channel: KeyT, message: ValueT) -> int:
+        """``PUBLISH``: how many subscriptions received the message."""
+        return self._run(c.publish(channel, message))
+
+    def dbsize(self) -> int:
+        """``DBSIZE``."""
+        return self._run(c.dbsize())
+
+    def flushdb(self) -> bool:
+        """``FLUSHDB``: True."""
+        return self._run(c.flushdb())
+
+    def client_id(self) -> int:
+        """``CLIENT ID`` of the connection that ran it."""
+        return self._run(c.client_id())
+
+    def client_getname(self) -> Optional[str]:
+        """``CLIENT GETNAME`` of the connection that ran it."""
+        return self._run(c.client_getname())
+
+    def hello(self) -> Dict[str, Any]:
+        """``HELLO`` (without arguments): the server's description as a dict."""
+        return self._run(c.hello())
+
+    def info(self, section: Optional[str] = None) -> Dict[str, Any]:
+        """``INFO [section]`` parsed into a dict (numbers converted)."""
+        return self._run(c.info(section))
