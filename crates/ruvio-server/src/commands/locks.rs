@@ -6,13 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use ruvio_protocol::Value;
 
 use super::flags::*;
+use ruvio_protocol::lock_args::{self, LockArgError, LockCommand};
+
 use super::{eq_ic, int_arg, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
 use crate::context::{Block, Ctx};
-use crate::locks::engine::{self, LockError, MAX_LIMIT, MAX_TTL_MS};
+use crate::locks::engine::{self, LockError};
 use crate::locks::{records, Want};
 use crate::shared::Shared;
 use crate::store::Store;
@@ -35,64 +36,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("fenceset", 5, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a fenced write (IFGT) with explicit token and wall-clock deadline.", fenceset),
 ];
 
-const ERR_TTL: &str = "ERR invalid ttl_ms: must be between 1 and 2592000000 (30 days)";
-const ERR_LIMIT: &str = "ERR invalid limit: must be between 1 and 100000";
-
-/// A fencing token argument: a positive 64-bit integer.
-fn token_arg(b: &[u8]) -> Result<i64, Value> {
-    match parse_i64(b) {
-        Some(t) if t > 0 => Ok(t),
-        _ => Err(Value::error(ERR_NOT_INTEGER)),
-    }
-}
-
-fn ttl_arg(b: &[u8]) -> Result<u64, Value> {
-    let ttl = int_arg(b)?;
-    if !(1..=MAX_TTL_MS).contains(&ttl) {
-        return Err(Value::error(ERR_TTL));
-    }
-    Ok(ttl as u64)
-}
-
-/// `[WAIT timeout_ms]` after the fixed arguments. `Some(None)` waits without a timeout (`WAIT 0`).
-fn wait_arg(rest: &[Bytes]) -> Result<Option<Option<Duration>>, Value> {
-    match rest {
-        [] => Ok(None),
-        [opt, ms] if eq_ic(opt, "wait") => {
-            let ms = int_arg(ms).map_err(|_| Value::error("ERR timeout is not an integer or out of range"))?;
-            if ms < 0 {
-                return Err(Value::error("ERR timeout is negative"));
-            }
-            if ms > MAX_TTL_MS {
-                return Err(Value::error("ERR timeout is out of range"));
-            }
-            Ok(Some((ms > 0).then(|| Duration::from_millis(ms as u64))))
-        }
-        _ => Err(Value::error(ERR_SYNTAX)),
-    }
-}
+// Arguments are parsed by the typed lock commands the Rust client shares (`ruvio_protocol::lock_args`): one
+// definition of each command's syntax, limits and error texts for both sides.
 
 fn lease(ctx: &mut Ctx) -> Value {
-    let args = ctx.args;
-    let parsed = ttl_arg(&args[2]).and_then(|ttl| Ok((ttl, wait_arg(&args[3..])?)));
-    match parsed {
-        Ok((ttl, wait)) => acquire(ctx, Want::Lease, ttl, wait),
-        Err(e) => e,
+    match lock_args::Lease::parse(ctx.args) {
+        Ok(cmd) => acquire(ctx, Want::Lease, cmd.ttl_ms, cmd.wait()),
+        Err(e) => e.into(),
     }
 }
 
 fn semaphore(ctx: &mut Ctx) -> Value {
-    let args = ctx.args;
-    let parsed = (|| {
-        let limit = int_arg(&args[2])?;
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(Value::error(ERR_LIMIT));
-        }
-        Ok((limit as u32, ttl_arg(&args[3])?, wait_arg(&args[4..])?))
-    })();
-    match parsed {
-        Ok((limit, ttl, wait)) => acquire(ctx, Want::Semaphore { limit }, ttl, wait),
-        Err(e) => e,
+    match lock_args::Semaphore::parse(ctx.args) {
+        // The parser bounded the limit by MAX_LIMIT, so it fits a u32.
+        Ok(cmd) => acquire(ctx, Want::Semaphore { limit: cmd.limit as u32 }, cmd.ttl_ms, cmd.wait()),
+        Err(e) => e.into(),
     }
 }
 
@@ -138,24 +96,22 @@ fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>
 
 fn renew(ctx: &mut Ctx) -> Value {
     ctx.propagate_nothing();
-    let args = ctx.args;
-    let (token, ttl) = match (token_arg(&args[2]), ttl_arg(&args[3])) {
-        (Ok(t), Ok(ttl)) => (t, ttl),
-        (Err(e), _) | (_, Err(e)) => return e,
+    let cmd = match lock_args::Renew::parse(ctx.args) {
+        Ok(cmd) => cmd,
+        Err(e) => return e.into(),
     };
     let (db, now) = (ctx.client.db, ctx.now);
-    reply_bool(engine::renew(ctx.store(), db, &args[1], token, ttl, now))
+    reply_bool(engine::renew(ctx.store(), db, &cmd.key, cmd.token, cmd.ttl_ms, now))
 }
 
 fn release(ctx: &mut Ctx) -> Value {
     ctx.propagate_nothing();
-    let args = ctx.args;
-    let token = match token_arg(&args[2]) {
-        Ok(t) => t,
-        Err(e) => return e,
+    let cmd = match lock_args::Release::parse(ctx.args) {
+        Ok(cmd) => cmd,
+        Err(e) => return e.into(),
     };
     let (db, now) = (ctx.client.db, ctx.now);
-    reply_bool(engine::release(ctx.store(), db, &args[1], token, now))
+    reply_bool(engine::release(ctx.store(), db, &cmd.key, cmd.token, now))
 }
 
 fn reply_bool(r: Result<bool, LockError>) -> Value {
@@ -168,23 +124,14 @@ fn reply_bool(r: Result<bool, LockError>) -> Value {
 /// `IFGT key token value [PX ms]`
 fn ifgt(ctx: &mut Ctx) -> Value {
     ctx.propagate_nothing();
-    let args = ctx.args;
-    let token = match token_arg(&args[2]) {
-        Ok(t) => t,
-        Err(e) => return e,
+    let cmd = match lock_args::Ifgt::parse(ctx.args) {
+        Ok(cmd) => cmd,
+        Err(e) => return e.into(),
     };
     let now = ctx.now;
-    let deadline = match &args[4..] {
-        [] => 0,
-        [opt, ms] if eq_ic(opt, "px") => match int_arg(ms) {
-            Ok(ms) if (1..=i64::MAX / 2).contains(&ms) => now.saturating_add(ms as u64),
-            Ok(_) => return Value::error("ERR invalid expire time in 'ifgt' command"),
-            Err(e) => return e,
-        },
-        _ => return Value::error(ERR_SYNTAX),
-    };
+    let deadline = cmd.px_ms.map_or(0, |ms| now.saturating_add(ms));
     let db = ctx.client.db;
-    reply_bool(engine::fence_write(ctx.store(), db, &args[1], token, &args[3], deadline, now))
+    reply_bool(engine::fence_write(ctx.store(), db, &cmd.key, cmd.token, &cmd.value, deadline, now))
 }
 
 fn lockinfo(ctx: &mut Ctx) -> Value {
@@ -227,8 +174,8 @@ fn lockset(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let parsed = (|| {
         let limit = int_arg(&args[3])?;
-        if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(Value::error(ERR_LIMIT));
+        if !(1..=lock_args::MAX_LIMIT as i64).contains(&limit) {
+            return Err(LockArgError::Limit.into());
         }
         let want = if eq_ic(&args[2], "lease") {
             Want::Lease
@@ -237,7 +184,7 @@ fn lockset(ctx: &mut Ctx) -> Value {
         } else {
             return Err(Value::error(ERR_SYNTAX));
         };
-        Ok((want, token_arg(&args[4])?, wall_arg(&args[5])?))
+        Ok((want, lock_args::parse_token(&args[4])?, wall_arg(&args[5])?))
     })();
     let (want, token, wall) = match parsed {
         Ok(p) => p,
@@ -251,9 +198,9 @@ fn lockset(ctx: &mut Ctx) -> Value {
 /// `LOCKDROP key token`
 fn lockdrop(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
-    let token = match token_arg(&args[2]) {
+    let token = match lock_args::parse_token(&args[2]) {
         Ok(t) => t,
-        Err(e) => return e,
+        Err(e) => return e.into(),
     };
     let (db, now) = (ctx.client.db, ctx.now);
     records::apply_lockdrop(ctx.store(), db, &args[1], token, now);
@@ -263,7 +210,7 @@ fn lockdrop(ctx: &mut Ctx) -> Value {
 /// `FENCESET key token value deadline_wall_ms`
 fn fenceset(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
-    let (token, wall) = match (token_arg(&args[2]), wall_arg(&args[4])) {
+    let (token, wall) = match (lock_args::parse_token(&args[2]).map_err(Value::from), wall_arg(&args[4])) {
         (Ok(t), Ok(w)) => (t, w),
         (Err(e), _) | (_, Err(e)) => return e,
     };

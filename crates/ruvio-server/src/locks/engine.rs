@@ -17,10 +17,6 @@ use crate::keyspace::{CompactBytes, Data, Entry};
 use crate::shared::Shared;
 use crate::store::Store;
 
-/// Longest TTL a holder may ask for: 30 days. Longer jobs RENEW; a stuck process must not hold a lock for ever.
-pub const MAX_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
-/// Most slots a semaphore may have; slots are scanned linearly.
-pub const MAX_LIMIT: i64 = 100_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockError {
