@@ -1,0 +1,99 @@
+//! Issue 11, items 5-8 and 13, against started `ruvio` processes: CLIENT KILL filters, maxclients against the
+//! open files limit, a missing manifest, two servers on one data folder, and colourless logs when not on a terminal.
+
+mod common;
+
+use std::io::ErrorKind;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, is_ok, start, temp_dir, Conn, Server};
+use ruvio_protocol::Value;
+
+fn err_text(v: &Value) -> String {
+    match v {
+        Value::Error(e) => String::from_utf8_lossy(e).into_owned(),
+        other => panic!("expected an error reply, got {other:?}"),
+    }
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Integer(n) => *n,
+        other => panic!("expected an integer reply, got {other:?}"),
+    }
+}
+
+fn text(v: &Value) -> String {
+    String::from_utf8_lossy(v.as_bytes().unwrap_or_else(|| panic!("expected a string reply, got {v:?}"))).into_owned()
+}
+
+/// The connection was closed by the server (EOF or reset), not merely silent.
+fn assert_closed(c: &mut Conn, what: &str) {
+    c.set_timeout(Duration::from_secs(20));
+    match c.read_reply() {
+        Err(e) if matches!(e.kind(), ErrorKind::UnexpectedEof | ErrorKind::ConnectionReset | ErrorKind::BrokenPipe) => {}
+        other => panic!("{what}: expected the server to close the connection, got {other:?}"),
+    }
+}
+
+fn assert_alive(c: &mut Conn, what: &str) {
+    let v = c.try_cmd(&["PING"]).unwrap_or_else(|e| panic!("{what}: connection is gone: {e}"));
+    assert_eq!(v, Value::Simple("PONG".into()), "{what}");
+}
+
+fn client_field(c: &mut Conn, field: &str) -> String {
+    let info = text(&c.cmd(&["CLIENT", "INFO"]));
+    info.split_whitespace().find_map(|kv| kv.strip_prefix(&format!("{field}="))).unwrap_or_else(|| panic!("no {field} in {info}")).to_string()
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---- item 13: no colour codes unless on a terminal ----
+
+#[test]
+fn logs_to_a_file_carry_no_colour_codes() {
+    let dir = temp_dir("no-ansi");
+    let port = free_port();
+    let log_path = dir.join("ruvio.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ruvio"))
+        .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap(), "--loglevel", "verbose"])
+        .env_remove("NO_COLOR")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let start_wait = Instant::now();
+    let mut c = loop {
+        if let Ok(mut c) = Conn::try_connect(port) {
+            if c.try_cmd(&["PING"]).is_ok() {
+                break c;
+            }
+        }
+        assert!(start_wait.elapsed() < Duration::from_secs(60), "server did not start");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(is_ok(&c.cmd(&["SET", "na:k", "v"])));
+    drop(c);
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    assert!(wait_exit(&mut child, Duration::from_secs(60)).success());
+    let bytes = std::fs::read(&log_path).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains("ready to accept connections") && text.contains("INFO"), "{text}");
+    assert!(!bytes.contains(&0x1b), "ESC bytes in a log written to a file: {text:?}");
+}
