@@ -63,6 +63,31 @@ fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+// ---- item 8: one server per data folder ----
+
+#[test]
+fn a_second_server_on_the_same_dir_refuses_to_start() {
+    let dir = temp_dir("dir-lock");
+    let mut first = start(&dir, &["--appendfsync", "always"]);
+    let mut c = first.conn();
+    assert!(is_ok(&c.cmd(&["SET", "dl:k", "1"])));
+
+    let mut second = common::spawn(&dir, &[]);
+    let st = wait_exit(&mut second.child, Duration::from_secs(60));
+    assert!(!st.success(), "a second server started on the same --dir");
+    let log = second.stderr();
+    assert!(log.contains(dir.to_str().unwrap()) && log.contains("in use"), "{log}");
+    assert!(log.contains(&format!("pid {}", first.child.id())), "{log}");
+    // The first one is unharmed.
+    assert_eq!(text(&c.cmd(&["GET", "dl:k"])), "1");
+    assert!(is_ok(&c.cmd(&["SET", "dl:k", "2"])));
+
+    // The lock dies with its process, even after kill -9: the next server starts.
+    first.kill9();
+    let third = start(&dir, &[]);
+    assert_eq!(text(&third.conn().cmd(&["GET", "dl:k"])), "2");
+}
+
 // ---- item 13: no colour codes unless on a terminal ----
 
 #[test]
