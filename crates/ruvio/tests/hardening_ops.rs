@@ -63,6 +63,70 @@ fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+// ---- item 7: a missing manifest ----
+
+#[test]
+fn a_missing_manifest_never_costs_the_log_files() {
+    let dir = temp_dir("no-manifest");
+    let mut server = start(&dir, &["--appendfsync", "always"]);
+    let mut c = server.conn();
+    for i in 0..200 {
+        assert!(is_ok(&c.cmd(&["SET", &format!("nm:{i}"), &"v".repeat(100)])));
+    }
+    drop(c);
+    server.stop();
+    let incrs = common::incr_files(&dir);
+    assert_eq!(incrs.len(), 1, "{incrs:?}");
+    let before = std::fs::read(&incrs[0]).unwrap();
+    assert!(before.len() > 20_000);
+    let manifest = dir.join("appendonly.aof.manifest");
+    let saved = std::fs::read(&manifest).unwrap();
+    std::fs::remove_file(&manifest).unwrap();
+
+    // Refuses to start, names the files, and leaves them as they were.
+    let mut second = common::spawn(&dir, &[]);
+    let st = wait_exit(&mut second.child, Duration::from_secs(60));
+    assert!(!st.success(), "started without its manifest");
+    let log = second.stderr();
+    let fname = incrs[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(log.contains(&fname) && log.contains("appendonly.aof.manifest") && log.contains("missing"), "{log}");
+    assert_eq!(std::fs::read(&incrs[0]).unwrap(), before, "the log file was changed");
+    assert!(!manifest.exists(), "a manifest was written over the missing one");
+
+    // With the manifest back, everything is there.
+    std::fs::write(&manifest, &saved).unwrap();
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert_eq!(c.cmd(&["DBSIZE"]), Value::Integer(200));
+    assert_eq!(text(&c.cmd(&["GET", "nm:199"])), "v".repeat(100));
+}
+
+#[test]
+fn new_log_files_never_land_on_leftover_files() {
+    let dir = temp_dir("leftover-gen");
+    let mut server = start(&dir, &["--appendfsync", "always"]);
+    assert!(is_ok(&server.conn().cmd(&["SET", "lg:a", "1"])));
+    server.stop();
+    // A file of the next generation, unlisted (a crash between creating a file and listing it).
+    let leftover = dir.join("appendonly.aof.2.incr");
+    std::fs::write(&leftover, b"not ours to overwrite").unwrap();
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    let v = c.cmd(&["BGREWRITEAOF"]);
+    assert!(matches!(v, Value::Simple(_)), "{v:?}");
+    let start_wait = Instant::now();
+    while server.info_field("aof_rewrite_in_progress") != "0" || server.info_field("aof_rewrites") == "0" {
+        assert!(start_wait.elapsed() < Duration::from_secs(60), "rewrite did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.info_field("aof_last_bgrewrite_status"), "ok");
+    assert_eq!(std::fs::read(&leftover).unwrap(), b"not ours to overwrite");
+    let m = std::fs::read_to_string(dir.join("appendonly.aof.manifest")).unwrap();
+    assert!(!m.contains("appendonly.aof.2."), "{m}");
+    assert!(is_ok(&c.cmd(&["SET", "lg:b", "2"])));
+    assert_eq!(text(&c.cmd(&["GET", "lg:a"])), "1");
+}
+
 // ---- item 8: one server per data folder ----
 
 #[test]
