@@ -63,6 +63,89 @@ fn wait_exit(child: &mut Child, limit: Duration) -> ExitStatus {
     }
 }
 
+// ---- item 5: CLIENT KILL filters ----
+
+#[test]
+fn client_kill_filters_narrow_and_never_widen() {
+    let dir = temp_dir("kill-filters");
+    let server = start(&dir, &[]);
+    let mut admin = server.conn();
+    let mut normal = server.conn();
+    let mut holder = server.conn();
+    assert!(matches!(holder.cmd(&["LEASE", "kf:lock", "60000"]), Value::Integer(t) if t > 0));
+    let mut sub = server.conn();
+    sub.send(&["SUBSCRIBE", "kf:chan"]).unwrap();
+    assert!(matches!(sub.read_reply().unwrap(), Value::Array(_) | Value::Push(_)));
+
+    // Errors, in Redis's words; nobody is killed by a refused command.
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "TYPE", "bogus"])), "ERR Unknown client type 'bogus'");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "USER", "nobody"])), "ERR No such user 'nobody'");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "MAXAGE", "0"])), "ERR maxage should be greater than 0");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "MAXAGE", "-5"])), "ERR maxage should be greater than 0");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "MAXAGE", "soon"])), "ERR maxage is not an integer or out of range");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "ID", "0"])), "ERR client-id should be greater than 0");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "ID", "abc"])), "ERR client-id should be greater than 0");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "COLOR", "red"])), "ERR syntax error");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "SKIPME", "maybe"])), "ERR syntax error");
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "TYPE", "pubsub", "ID"])), "ERR syntax error");
+    // The old form names one address and answers OK or an error.
+    assert_eq!(err_text(&admin.cmd(&["CLIENT", "KILL", "127.0.0.1:1"])), "ERR No such client");
+
+    // No connection is older than an hour: nobody goes.
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "MAXAGE", "3600"])), 0);
+    // Filters are AND-ed: the normal client is not a pub/sub one.
+    let normal_id = int(&normal.cmd(&["CLIENT", "ID"])).to_string();
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "ID", &normal_id, "TYPE", "pubsub"])), 0);
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "TYPE", "master"])), 0);
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "TYPE", "replica"])), 0);
+    assert_alive(&mut normal, "after filters that match nobody");
+    assert_alive(&mut holder, "lock holder after filters that match nobody");
+
+    // TYPE pubsub takes the subscriber only: the lock holder and the normal client stay.
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "TYPE", "pubsub"])), 1);
+    assert_closed(&mut sub, "subscriber after KILL TYPE pubsub");
+    assert_alive(&mut normal, "normal client after KILL TYPE pubsub");
+    assert_alive(&mut holder, "lock holder after KILL TYPE pubsub");
+    assert_alive(&mut admin, "caller after KILL TYPE pubsub");
+
+    // USER default (every connection's user) AND an id: just that one.
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "USER", "default", "ID", &normal_id])), 1);
+    assert_closed(&mut normal, "KILL USER default ID");
+    assert_alive(&mut holder, "lock holder after KILL USER default ID");
+
+    // LADDR AND ID.
+    let mut by_laddr = server.conn();
+    let laddr = client_field(&mut by_laddr, "laddr");
+    let laddr_id = int(&by_laddr.cmd(&["CLIENT", "ID"])).to_string();
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "LADDR", &laddr, "ID", &laddr_id])), 1);
+    assert_closed(&mut by_laddr, "KILL LADDR ID");
+
+    // ADDR, with TYPE normal AND-ed.
+    let mut by_addr = server.conn();
+    let addr = client_field(&mut by_addr, "addr");
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "ADDR", &addr, "TYPE", "pubsub"])), 0);
+    assert_eq!(int(&admin.cmd(&["CLIENT", "KILL", "ADDR", &addr, "TYPE", "normal"])), 1);
+    assert_closed(&mut by_addr, "KILL ADDR TYPE normal");
+
+    // MAXAGE: only connections strictly older than the age (whole seconds) go. The holder is 2 s old, a new one
+    // is not.
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut young = server.conn();
+    assert_alive(&mut young, "young client");
+    let mut admin2 = server.conn();
+    assert_eq!(int(&admin2.cmd(&["CLIENT", "KILL", "MAXAGE", "1"])), 2, "the holder and the first caller are over 1 s old");
+    assert_closed(&mut holder, "lock holder after KILL MAXAGE 1");
+    assert_closed(&mut admin, "old caller after KILL MAXAGE 1");
+    assert_alive(&mut young, "young client after KILL MAXAGE 1");
+
+    // TYPE normal with the default SKIPME yes spares the caller; SKIPME no takes it too, after its reply.
+    assert_eq!(int(&admin2.cmd(&["CLIENT", "KILL", "TYPE", "normal"])), 1);
+    assert_closed(&mut young, "KILL TYPE normal");
+    assert_alive(&mut admin2, "caller with SKIPME yes");
+    assert_eq!(int(&admin2.cmd(&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "no"])), 1);
+    assert_closed(&mut admin2, "caller with SKIPME no");
+}
+
 // ---- item 7: a missing manifest ----
 
 #[test]
