@@ -146,6 +146,128 @@ fn client_kill_filters_narrow_and_never_widen() {
     assert_closed(&mut admin2, "caller with SKIPME no");
 }
 
+// ---- item 6: maxclients and the open files limit ----
+
+#[test]
+fn config_set_maxclients_refuses_zero_and_absurd_values() {
+    let dir = temp_dir("maxclients-set");
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    for bad in ["0", "-1", "4294967296", "99999999999"] {
+        assert_eq!(
+            err_text(&c.cmd(&["CONFIG", "SET", "maxclients", bad])),
+            "ERR CONFIG SET failed (possibly related to argument 'maxclients') - argument must be between 1 and 4294967295 inclusive",
+            "maxclients {bad}"
+        );
+    }
+    assert!(err_text(&c.cmd(&["CONFIG", "SET", "maxclients", "lots"])).contains("argument couldn't be parsed into an integer"));
+    // Within the type's range but far past what the kernel allows (fs.nr_open is at most 2^30).
+    let e = err_text(&c.cmd(&["CONFIG", "SET", "maxclients", "4294967295"]));
+    assert!(
+        e.starts_with("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with "),
+        "{e}"
+    );
+    assert_eq!(c.cmd(&["CONFIG", "GET", "maxclients"]), Value::Array(vec![Value::bulk_str("maxclients"), Value::bulk_str("10000")]));
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "maxclients", "500"])));
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "maxclients", "10000"])));
+    // A start-up value of 0 is refused too.
+    let out = Command::new(env!("CARGO_BIN_EXE_ruvio")).args(["--dir", dir.to_str().unwrap(), "--port", &free_port().to_string(), "--maxclients", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("between 1 and 4294967295"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Starts ruvio with RLIMIT_NOFILE set to `soft`/`hard` (as `ulimit -n` in a shell wrapper would).
+fn spawn_with_nofile(dir: &Path, soft: u64, hard: u64, extra: &[&str]) -> Server {
+    let port = free_port();
+    let stderr_path = dir.join(format!("stderr-{port}.log"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ruvio"));
+    cmd.args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()]).args(extra).stdout(Stdio::null()).stderr(std::fs::File::create(&stderr_path).unwrap());
+    // SAFETY: only an async-signal-safe setrlimit between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let l = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &l) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().expect("spawning ruvio");
+    Server { child, port, dir: dir.to_path_buf(), stderr_path }
+}
+
+fn nofile_soft_limit(pid: u32) -> u64 {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
+    let line = limits.lines().find(|l| l.starts_with("Max open files")).unwrap();
+    line.split_whitespace().nth(3).unwrap().parse().unwrap()
+}
+
+#[test]
+fn maxclients_is_fitted_to_the_open_files_limit_and_extra_clients_are_told() {
+    // A hard limit of 64 descriptors that no process can raise past (maxclients is far above fs.nr_open, so even
+    // root cannot make room): maxclients is lowered at start with Redis's warning.
+    let dir = temp_dir("maxclients-ulimit");
+    let server = spawn_with_nofile(&dir, 64, 64, &["--maxclients", "2000000", "--io-threads", "1"]);
+    server.wait_ready(Duration::from_secs(60));
+    let mut first = server.conn();
+    let got = first.cmd(&["CONFIG", "GET", "maxclients"]);
+    let Value::Array(items) = &got else { panic!("{got:?}") };
+    let max: usize = text(&items[1]).parse().unwrap();
+    assert!((1..64).contains(&max), "maxclients must be lowered under 'ulimit -n 64', is {max}");
+    let log = server.stderr();
+    assert!(log.contains(&format!("maxclients has been reduced to {max}")), "{log}");
+
+    // Fill every slot (the first connection holds one), then the next one is told and closed, many times over.
+    let mut held = vec![first];
+    while held.len() < max {
+        let mut c = server.conn();
+        assert_alive(&mut c, &format!("client {} of {max}", held.len() + 1));
+        held.push(c);
+    }
+    for i in 0..100 {
+        let mut extra = server.conn();
+        extra.set_timeout(Duration::from_secs(20));
+        match extra.read_reply() {
+            Ok(v) => assert_eq!(err_text(&v), "ERR max number of clients reached", "extra connection {i}"),
+            Err(e) => panic!("extra connection {i}: no answer ({e})"),
+        }
+        assert_closed(&mut extra, &format!("extra connection {i}"));
+    }
+    // Room again once one leaves.
+    drop(held.pop());
+    let start_wait = Instant::now();
+    loop {
+        let mut c = server.conn();
+        if let Ok(Value::Simple(s)) = c.try_cmd(&["PING"]) {
+            assert_eq!(&s[..], b"PONG");
+            break;
+        }
+        assert!(start_wait.elapsed() < Duration::from_secs(20), "a freed slot was never reused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_alive(&mut held[0], "a client admitted before the limit");
+    let rejected = {
+        let info = text(&held[0].cmd(&["INFO", "stats"]));
+        info.lines().find_map(|l| l.strip_prefix("rejected_connections:")).unwrap().trim().parse::<u64>().unwrap()
+    };
+    assert!(rejected >= 100, "rejected_connections {rejected}");
+    let log = server.stderr();
+    assert!(log.matches("accept").count() <= 2, "accept failures flood the log: {log}");
+}
+
+#[test]
+fn a_low_soft_limit_is_raised_to_fit_maxclients() {
+    let dir = temp_dir("maxclients-raise");
+    let server = spawn_with_nofile(&dir, 64, 4096, &["--maxclients", "1000", "--io-threads", "1"]);
+    server.wait_ready(Duration::from_secs(60));
+    let mut c = server.conn();
+    assert_eq!(c.cmd(&["CONFIG", "GET", "maxclients"]), Value::Array(vec![Value::bulk_str("maxclients"), Value::bulk_str("1000")]));
+    assert!(nofile_soft_limit(server.child.id()) >= 1000, "soft limit not raised: {}", nofile_soft_limit(server.child.id()));
+    // CONFIG SET raises it again when it can, and says what fits when it cannot.
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "maxclients", "3000"])));
+    assert!(nofile_soft_limit(server.child.id()) >= 3000);
+}
+
 // ---- item 7: a missing manifest ----
 
 #[test]
