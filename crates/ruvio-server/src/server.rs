@@ -114,6 +114,12 @@ pub fn adjust_maxclients(config: &mut crate::Config) -> Result<(), String> {
 /// What a client past `maxclients` gets before its connection is closed.
 const MAXCLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
 
+/// True when `maxclients` connections are open (one lock at a time).
+fn at_capacity(shared: &Shared) -> bool {
+    let max = shared.config.read().maxclients;
+    shared.clients.lock().len() >= max
+}
+
 /// Accepts connections on `listener` until shutdown and hands each to an I/O worker.
 pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Arc<Workers>) {
     let mut shutdown = shared.shutdown.subscribe();
@@ -126,7 +132,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Ar
             _ = shutdown.wait_for(|s| *s) => return,
         };
         match accepted {
-            Ok((stream, _peer)) if shared.clients.lock().len() >= shared.config.read().maxclients => {
+            Ok((stream, _peer)) if at_capacity(&shared) => {
                 // Full: answered and closed right here, so a flood of extra connections holds no descriptors.
                 Stats::add(&shared.stats.connections_received, 1);
                 Stats::add(&shared.stats.rejected_connections, 1);
