@@ -216,7 +216,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "dir", get: |c| c.dir.display().to_string(), set: |c, v| { c.dir = PathBuf::from(v); Ok(()) }, mutable: false },
     Param { name: "requirepass", get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| { c.requirepass = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
     Param { name: "databases", get: |c| c.databases.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 1024 { return Err("argument must be between 1 and 1024".into()) } c.databases = n; Ok(()) }, mutable: false },
-    Param { name: "maxclients", get: |c| c.maxclients.to_string(), set: |c, v| { c.maxclients = num(v)?; Ok(()) }, mutable: true },
+    Param { name: "maxclients", get: |c| c.maxclients.to_string(), set: |c, v| { let n: i128 = num(v)?; if n < 1 || n > u32::MAX as i128 { return Err("argument must be between 1 and 4294967295 inclusive".into()) } c.maxclients = n as usize; Ok(()) }, mutable: true },
     Param { name: "timeout", get: |c| c.timeout.to_string(), set: |c, v| { c.timeout = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "tcp-keepalive", get: |c| c.tcp_keepalive.to_string(), set: |c, v| { c.tcp_keepalive = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "proto-max-bulk-len", get: |c| c.proto_max_bulk_len.to_string(), set: |c, v| { c.proto_max_bulk_len = mem_between(v, 1024 * 1024, MAX_PROTO_MAX_BULK_LEN)?; Ok(()) }, mutable: true },

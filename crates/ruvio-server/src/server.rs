@@ -45,15 +45,99 @@ pub async fn bind(shared: &Arc<Shared>) -> std::io::Result<Vec<TcpListener>> {
     Ok(listeners)
 }
 
+/// File descriptors kept for everything but client sockets (Redis keeps 32): standard streams, listeners, the log,
+/// manifest and token files, compaction's temporary files, and each I/O thread's event loop (about 4 each).
+pub fn reserved_fds(io_threads: usize) -> u64 {
+    32 + 4 * io_threads as u64
+}
+
+/// Makes room in `RLIMIT_NOFILE` for `maxclients` connections, as Redis's adjustOpenFilesLimit: raises the soft limit
+/// (and the hard one when the process may) if it is too low. Returns how many clients the limit allows (`maxclients`
+/// when there is room, fewer when the limit could not be raised enough) and, then, why it could not; an error when
+/// not even one client fits.
+pub fn fit_fd_limit(maxclients: usize, io_threads: usize) -> Result<(usize, Option<String>), String> {
+    let reserved = reserved_fds(io_threads);
+    let needed = maxclients as u64 + reserved;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit only read or write the local struct.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        let e = std::io::Error::last_os_error();
+        let n = 1024u64.saturating_sub(reserved).max(1) as usize;
+        return Ok((n.min(maxclients), Some(format!("unable to obtain the current NOFILE limit ({e}), assuming 1024"))));
+    }
+    let (old, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
+    if old >= needed {
+        return Ok((maxclients, None));
+    }
+    let set = |cur: u64, max: u64| {
+        let l = libc::rlimit { rlim_cur: cur as libc::rlim_t, rlim_max: max as libc::rlim_t };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) } == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
+    };
+    // The soft limit may go up to the hard one; past it only with privilege (and never past fs.nr_open).
+    let err = match set(needed, hard.max(needed)) {
+        Ok(()) => {
+            tracing::info!("Increased maximum number of open files to {needed} (it was originally set to {old}).");
+            return Ok((maxclients, None));
+        }
+        Err(e) => e,
+    };
+    let best = if hard > old && set(hard, hard).is_ok() { hard } else { old };
+    let possible = best.saturating_sub(reserved);
+    if possible < 1 {
+        return Err(format!(
+            "Your current 'ulimit -n' of {best} is not enough for the server to start. Please increase your open file limit to at least {needed}. Exiting."
+        ));
+    }
+    Ok(((possible as usize).min(maxclients), Some(format!("Server can't set maximum open files to {needed} because of OS error: {err}."))))
+}
+
+/// Start-up: fits `maxclients` to the open files limit (raising the limit if allowed), lowering it with a warning
+/// when the limit is too low, as Redis does.
+pub fn adjust_maxclients(config: &mut crate::Config) -> Result<(), String> {
+    let requested = config.maxclients;
+    let (possible, why) = fit_fd_limit(requested, config.io_threads)?;
+    if possible < requested {
+        let reserved = reserved_fds(config.io_threads);
+        tracing::warn!("You requested maxclients of {requested} requiring at least {} max file descriptors.", requested as u64 + reserved);
+        if let Some(why) = why {
+            tracing::warn!("{why}");
+        }
+        tracing::warn!(
+            "Current maximum open files is {}. maxclients has been reduced to {possible} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+            possible as u64 + reserved
+        );
+        config.maxclients = possible;
+    }
+    Ok(())
+}
+
+/// What a client past `maxclients` gets before its connection is closed.
+const MAXCLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
+
+/// True when `maxclients` connections are open (one lock at a time).
+fn at_capacity(shared: &Shared) -> bool {
+    let max = shared.config.read().maxclients;
+    shared.clients.lock().len() >= max
+}
+
 /// Accepts connections on `listener` until shutdown and hands each to an I/O worker.
 pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Arc<Workers>) {
     let mut shutdown = shared.shutdown.subscribe();
+    // Accept failures (out of file descriptors, mostly) are logged once, then summed up at most once a minute.
+    let mut failures_since_log = 0u64;
+    let mut last_failure_log: Option<std::time::Instant> = None;
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = shutdown.wait_for(|s| *s) => return,
         };
         match accepted {
+            Ok((stream, _peer)) if at_capacity(&shared) => {
+                // Full: answered and closed right here, so a flood of extra connections holds no descriptors.
+                Stats::add(&shared.stats.connections_received, 1);
+                Stats::add(&shared.stats.rejected_connections, 1);
+                let _ = stream.try_write(MAXCLIENTS_REACHED);
+            }
             Ok((stream, peer)) => {
                 // The socket moves to the worker's runtime: re-registered there, it is polled by that thread only.
                 let std_stream = match stream.into_std() {
@@ -72,8 +156,17 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Ar
                 });
             }
             Err(e) => {
-                // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!("accept failed: {e}");
+                // Out of file descriptors and the like: back off instead of spinning, and do not flood the log.
+                failures_since_log += 1;
+                if last_failure_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(60)) {
+                    if failures_since_log > 1 {
+                        tracing::warn!("accepting client connections failed {failures_since_log} times in the last minute; last error: {e}");
+                    } else {
+                        tracing::warn!("accepting a client connection failed: {e} (further failures are summed up once a minute)");
+                    }
+                    failures_since_log = 0;
+                    last_failure_log = Some(std::time::Instant::now());
+                }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
@@ -122,7 +215,7 @@ async fn admit(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     };
     if !admitted {
         Stats::add(&shared.stats.rejected_connections, 1);
-        let _ = stream.write_all(b"-ERR max number of clients reached\r\n").await;
+        let _ = stream.write_all(MAXCLIENTS_REACHED).await;
         return;
     }
     Connection::new(shared.clone(), stream, info).run().await;

@@ -138,7 +138,9 @@ fn main() -> ExitCode {
         }
     };
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| tracing_filter(&config.loglevel).to_string());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Colour only for a person at a terminal: a file, a pipe or journald gets plain text (NO_COLOR turns it off too).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     // Connections run on the server's own I/O workers (io-threads); this runtime only accepts and runs the light
     // background tasks, so one thread is enough.
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio runtime");

@@ -293,55 +293,102 @@ fn client_kill(ctx: &mut Ctx) -> Value {
         let addr = String::from_utf8_lossy(&args[2]);
         return match clients.iter().find(|c| c.addr == addr) {
             Some(c) => {
-                c.kill();
                 if c.id == ctx.client.id() {
                     ctx.client.close_after_reply = true;
+                } else {
+                    c.kill();
                 }
                 Value::ok()
             }
             None => Value::error("ERR No such client"),
         };
     }
+    // New form: filters, AND-ed, as Redis 7 (networking.c clientKillCommand): each one only narrows the kill.
     if args.len() % 2 != 0 {
         return Value::error(ERR_SYNTAX);
     }
     let mut by_id = None;
     let mut by_addr = None;
     let mut by_laddr = None;
+    let mut by_type: Option<&'static str> = None;
+    let mut max_age: Option<u64> = None;
     let mut skipme = true;
     for pair in args[2..].chunks(2) {
         let v = String::from_utf8_lossy(&pair[1]).into_owned();
         match String::from_utf8_lossy(&pair[0]).to_ascii_lowercase().as_str() {
-            "id" => match v.parse::<u64>() {
-                Ok(n) if n > 0 => by_id = Some(n),
+            "id" => match super::parse_i64(&pair[1]) {
+                Some(n) if n > 0 => by_id = Some(n as u64),
                 _ => return Value::error("ERR client-id should be greater than 0"),
+            },
+            "maxage" => match super::parse_i64(&pair[1]) {
+                Some(n) if n > 0 => max_age = Some(n as u64),
+                Some(_) => return Value::error("ERR maxage should be greater than 0"),
+                None => return Value::error("ERR maxage is not an integer or out of range"),
+            },
+            "type" => match client_type_by_name(&v) {
+                Some(t) => by_type = Some(t),
+                None => return Value::error(format!("ERR Unknown client type '{v}'")),
             },
             "addr" => by_addr = Some(v),
             "laddr" => by_laddr = Some(v),
+            // Every connection runs as the one user, `default` (no ACL users yet).
+            "user" => {
+                if v != "default" {
+                    return Value::error(format!("ERR No such user '{v}'"));
+                }
+            }
             "skipme" => match v.to_ascii_lowercase().as_str() {
                 "yes" => skipme = true,
                 "no" => skipme = false,
                 _ => return Value::error(ERR_SYNTAX),
             },
-            "type" | "user" | "maxage" => {}
             _ => return Value::error(ERR_SYNTAX),
         }
     }
     let mut killed = 0;
     for c in &clients {
-        if by_id.is_some_and(|id| id != c.id) || by_addr.as_ref().is_some_and(|a| a != &c.addr) || by_laddr.as_ref().is_some_and(|a| a != &c.laddr) {
+        if by_id.is_some_and(|id| id != c.id)
+            || by_addr.as_ref().is_some_and(|a| a != &c.addr)
+            || by_laddr.as_ref().is_some_and(|a| a != &c.laddr)
+            || by_type.is_some_and(|t| t != client_type(c))
+            // Redis kills only connections strictly older than MAXAGE seconds.
+            || max_age.is_some_and(|age| c.created.elapsed().as_secs() <= age)
+        {
             continue;
         }
         if c.id == ctx.client.id() {
             if skipme {
                 continue;
             }
+            // The caller gets its reply first, then the connection closes (as in Redis).
             ctx.client.close_after_reply = true;
+        } else {
+            c.kill();
         }
-        c.kill();
         killed += 1;
     }
     Value::Integer(killed)
+}
+
+/// A client class name as CLIENT KILL/LIST TYPE take it (`slave` is `replica`); None if unknown.
+fn client_type_by_name(name: &str) -> Option<&'static str> {
+    match name.to_ascii_lowercase().as_str() {
+        "normal" => Some("normal"),
+        "replica" | "slave" => Some("replica"),
+        "pubsub" => Some("pubsub"),
+        "master" => Some("master"),
+        _ => None,
+    }
+}
+
+/// A client's class, as Redis's getClientType: `pubsub` while it has subscriptions, else `normal` (Ruvio has no
+/// replication links yet, so never `master` or `replica`).
+fn client_type(c: &crate::client::ClientInfo) -> &'static str {
+    if c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0 {
+        "pubsub"
+    } else {
+        "normal"
+    }
 }
 
 fn client_help(_ctx: &mut Ctx) -> Value {
@@ -359,8 +406,24 @@ fn client_help(_ctx: &mut Ctx) -> Value {
         "    Return information about the current client connection.",
         "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
         "    Return information about client connections.",
-        "KILL <ip:port> | KILL <option> <value> [<option> <value> [...]]",
-        "    Kill connections by ID, ADDR, LADDR; SKIPME YES|NO.",
+        "KILL <ip:port>",
+        "    Kill connection made from <ip:port>.",
+        "KILL <option> <value> [<option> <value> [...]]",
+        "    Kill connections. Options are:",
+        "    * ADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made from the specified address",
+        "    * LADDR (<ip:port>|<unixsocket>:0)",
+        "      Kill connections made to specified local address",
+        "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+        "      Kill connections by type.",
+        "    * USER <username>",
+        "      Kill connections authenticated by <username>.",
+        "    * SKIPME (YES|NO)",
+        "      Skip killing current connection (default: yes).",
+        "    * ID <client-id>",
+        "      Kill connections by client id.",
+        "    * MAXAGE <maxage>",
+        "      Kill connections older than the specified age.",
         "HELP",
         "    Print this help.",
     ];

@@ -95,6 +95,12 @@ fn config_set(ctx: &mut Ctx) -> Value {
             return Value::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"));
         }
     }
+    // More clients need more file descriptors: refused, as in Redis, when the limit cannot be raised to fit them.
+    let (old_max, io_threads) = { let c = ctx.shared.config.read(); (c.maxclients, c.io_threads) };
+    let fits = if next.maxclients > old_max { crate::server::fit_fd_limit(next.maxclients, io_threads) } else { Ok((next.maxclients, None)) };
+    if let Some(n) = fits.map_or(Some(0), |(n, _)| (n < next.maxclients).then_some(n)) {
+        return Value::error(format!("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {n}"));
+    }
     *ctx.shared.config.write() = next;
     Value::ok()
 }

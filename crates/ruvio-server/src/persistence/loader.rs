@@ -50,6 +50,19 @@ pub fn load(shared: &Arc<Shared>) -> Result<Loaded, String> {
     };
     let mpath = manifest::path(&dir, &name);
     let Some(m) = Manifest::read(&mpath)? else {
+        // Without a manifest the server would start empty and begin a new log file, and so could overwrite the
+        // data these files hold: refuse instead, and say which files and what to do.
+        let orphans = manifest::data_files(&dir, &name).map_err(|e| format!("reading {}: {e}", dir.display()))?;
+        if !orphans.is_empty() {
+            let list: Vec<String> = orphans.iter().map(|(f, len)| format!("{f} ({len} bytes)")).collect();
+            return Err(format!(
+                "the manifest {} is missing, but {} holds data files: {}. Ruvio will not start without the manifest, so that it cannot overwrite them. Restore the manifest, or write one that lists them ('base <file>' first if there is one, then 'incr <file>' lines, oldest first; `ruvio check-aof {}` then checks them), or move the files away to start empty",
+                mpath.display(),
+                dir.display(),
+                list.join(", "),
+                mpath.display()
+            ));
+        }
         return Ok(Loaded { manifest: Manifest::default(), current: None, next_lsn: 1, keys: 0, records: 0, total_size: 0 });
     };
     let mut out = Loaded { manifest: m.clone(), current: None, next_lsn: 0, keys: 0, records: 0, total_size: 0 };

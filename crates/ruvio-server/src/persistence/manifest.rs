@@ -31,6 +31,28 @@ pub fn gen_of(file: &str) -> u64 {
     file.rsplit('.').nth(1).and_then(|g| g.parse().ok()).unwrap_or(0)
 }
 
+/// The snapshot and log files in `dir` named like this server's (`<appendfilename>.<N>.base|incr`), listed or not,
+/// with their sizes, sorted by name.
+pub fn data_files(dir: &Path, appendfilename: &str) -> io::Result<Vec<(String, u64)>> {
+    let mut out = Vec::new();
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(appendfilename).and_then(|r| r.strip_prefix('.')) else { continue };
+        let Some((gen, kind)) = rest.split_once('.') else { continue };
+        if (kind == "base" || kind == "incr") && !gen.is_empty() && gen.bytes().all(|b| b.is_ascii_digit()) {
+            out.push((name.clone(), entry.metadata().map(|m| m.len()).unwrap_or(0)));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
 impl Manifest {
     /// The highest generation any listed file has.
     pub fn max_gen(&self) -> u64 {

@@ -96,7 +96,7 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
         let (path, len) = match &loaded.current {
             Some((p, len)) => (p.clone(), *len),
             None => {
-                let gen = m.max_gen() + 1;
+                let gen = next_free_gen(&dir, &name, &m);
                 let fname = manifest::incr_name(&name, gen);
                 let p = dir.join(&fname);
                 create_log_file(&p, loaded.next_lsn).map_err(|e| format!("creating {}: {e}", p.display()))?;
@@ -115,7 +115,9 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
     }
     aof.stats.aof_base_size.store(loaded.total_size.max(1), Ordering::Relaxed);
     aof.rotated_gen.store(m.max_gen(), Ordering::Release);
-    aof.gen_alloc.store(m.max_gen(), Ordering::Release);
+    // Generations continue above every file in the folder, listed or left over (a crash between creating a file
+    // and listing it), so a new file never lands on an existing one.
+    aof.gen_alloc.store(next_free_gen(&dir, &name, &m) - 1, Ordering::Release);
     *aof.manifest.lock() = m;
     if enabled {
         shared.store.lock().log_enabled = true;
@@ -140,9 +142,16 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
     Ok(())
 }
 
-/// Creates a log file holding only its header, fsynced.
+/// The lowest generation above the manifest's files and every data file in the folder.
+fn next_free_gen(dir: &std::path::Path, name: &str, m: &Manifest) -> u64 {
+    let on_disk = manifest::data_files(dir, name).unwrap_or_default().iter().map(|(f, _)| manifest::gen_of(f)).max().unwrap_or(0);
+    m.max_gen().max(on_disk) + 1
+}
+
+/// Creates a log file holding only its header, fsynced. Never replaces an existing file (it fails instead): a log
+/// file this run did not create may hold data.
 pub fn create_log_file(path: &std::path::Path, first_lsn: u64) -> std::io::Result<()> {
-    let mut f = File::create(path)?;
+    let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
     f.write_all(&FileHeader { kind: FileKind::Log, lsn: first_lsn, created_wall_ms: crate::clock::wall_ms() }.encode())?;
     f.sync_all()?;
     super::sync_dir(path.parent().unwrap_or(std::path::Path::new(".")))
