@@ -16,16 +16,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::client::{ClientInfo, ClientState};
+use crate::commands;
+use crate::context::Block;
+use crate::shared::{Shared, Stats};
+use crate::store::Store;
 
 /// How much each read asks the socket for at least (Redis's PROTO_IOBUF_LEN).
 const READ_CHUNK: usize = 16 * 1024;
-
-/// A write whose log record would exceed the record format's 32-bit length.
-const ERR_RECORD_TOO_LARGE: &str = "ERR command too large for the write log (a record holds at most 4294967295 bytes)";
-use crate::commands::{self, flags};
-use crate::context::{Block, Ctx};
-use crate::shared::{Shared, Stats};
-use crate::store::Store;
 
 /// Before AUTH (when a password is set) at most this much may be buffered; the argument limits are the parser's
 /// `UNAUTHENTICATED_*`.
@@ -288,64 +285,7 @@ impl Connection {
             tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
             return (None, None);
         }
-        let resolved = match commands::resolve(args) {
-            Ok(found) => found,
-            Err(e) => {
-                if self.state.multi.is_some() {
-                    self.state.multi_error = true;
-                }
-                return (Some(e), None);
-            }
-        };
-        let spec = resolved.spec;
-        if spec.has(flags::INTERNAL) {
-            // Write-log records (LOCKSET, ...) replay state with explicit tokens; a client must never forge them.
-            return (Some(commands::unknown_command(args)), None);
-        }
-        *info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
-        if !self.state.authenticated && !spec.has(flags::NOAUTH) {
-            return (Some(Value::error("NOAUTH Authentication required.")), None);
-        }
-        if self.state.proto == ruvio_protocol::Protocol::Resp2 && self.state.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
-            return (
-                Some(Value::error(format!(
-                    "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-                    resolved.full_name()
-                ))),
-                None,
-            );
-        }
-        if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
-            return (Some(Value::error("LOADING Redis is loading the dataset in memory")), None);
-        }
-        if spec.has(flags::WRITE) {
-            if let Some(reason) = shared.aof.write_error() {
-                if self.state.multi.is_some() {
-                    self.state.multi_error = true;
-                }
-                return (Some(Value::error(format!("MISCONF Errors writing to the AOF file: {reason}"))), None);
-            }
-            if !crate::persistence::format::command_record_fits(args) {
-                // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
-                if self.state.multi.is_some() {
-                    self.state.multi_error = true;
-                }
-                return (Some(Value::error(ERR_RECORD_TOO_LARGE)), None);
-            }
-        }
-        if let Some(queue) = &mut self.state.multi {
-            if !spec.has(flags::NO_QUEUE) {
-                if spec.has(flags::NO_MULTI) {
-                    self.state.multi_error = true;
-                    return (Some(Value::error("ERR Command not allowed inside a transaction")), None);
-                }
-                queue.push(args.to_vec());
-                return (Some(Value::simple("QUEUED")), None);
-            }
-        }
-        let mut ctx = Ctx::new(now, shared, &mut self.state, args, spec, guard, false);
-        let reply = commands::call(&mut ctx);
-        let block = ctx.block.take();
+        let (reply, block) = crate::dispatch::execute(crate::dispatch::Caller::Client, now, shared, &mut self.state, args, guard);
         (Some(reply), block)
     }
 

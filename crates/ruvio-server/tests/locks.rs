@@ -741,10 +741,12 @@ async fn replaying_the_write_log_rebuilds_lock_state() {
     let mut d = b.client().await;
     // Clients may not send internal records; a replayer (the loader's and, later, a replica's path) may.
     assert!(d.cmd(&["LOCKSET", "forged", "lease", "1", "999999999999", "0"]).await.is_error());
-    let mut replayer = ruvio_server::commands::Replayer::new();
+    let mut replayer = ruvio_server::dispatch::Replayer::new();
     for r in &records {
         let args: Vec<bytes::Bytes> = r.iter().map(|a| bytes::Bytes::from(a.clone())).collect();
-        let v = replayer.apply(&b.shared, 0, &args);
+        let mut guard = None;
+        // Replayed right away, so "the instant it was logged" is now, give or take the test's own speed.
+        let v = replayer.apply(&b.shared, &mut guard, 0, &args, ruvio_server::clock::wall_ms());
         assert!(!v.is_error(), "{r:?} -> {v:?}");
     }
     for key in ["r:lease", "r:sem", "r:gone", "r:short"] {
@@ -762,4 +764,40 @@ async fn replaying_the_write_log_rebuilds_lock_state() {
     assert!(next > s3, "the replayed server never issues a lower token");
     a.stop().await;
     b.stop().await;
+}
+
+/// The one execution path decides its gates by caller: a client that has not authenticated, or that sends an
+/// internal record, is refused; the replay path (the loader, a replica's stream) runs both. MULTI queueing is the
+/// same for both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_execution_path_applies_gates_by_caller() {
+    use ruvio_server::client::{ClientInfo, ClientState};
+    use ruvio_server::dispatch::{execute, Caller, Replayer};
+    let srv = start().await;
+    let args = |a: &[&str]| a.iter().map(|s| bytes::Bytes::from(s.to_string())).collect::<Vec<_>>();
+    let now = ruvio_server::clock::mono_ms();
+    let mut stranger = ClientState::new(Arc::new(ClientInfo::new(999_999, "test".into(), String::new())), false);
+    let mut guard = None;
+    let (reply, _) = execute(Caller::Client, now, &srv.shared, &mut stranger, &args(&["SET", "g", "1"]), &mut guard);
+    assert_eq!(reply, Value::error("NOAUTH Authentication required."));
+    let mut member = ClientState::new(Arc::new(ClientInfo::new(999_998, "test".into(), String::new())), true);
+    let forged = args(&["LOCKSET", "g:lock", "lease", "1", "999999999999", "0"]);
+    let (reply, _) = execute(Caller::Client, now, &srv.shared, &mut member, &forged, &mut guard);
+    assert!(reply.is_error(), "a client forged an internal record: {reply:?}");
+    drop(guard);
+
+    let mut replayer = Replayer::new();
+    let mut guard = None;
+    let wall = ruvio_server::clock::wall_ms();
+    let far = (wall + 600_000).to_string();
+    let record = args(&["LOCKSET", "g:lock", "lease", "1", "999999999999", &far]);
+    assert_eq!(replayer.apply(&srv.shared, &mut guard, 0, &record, wall), Value::ok());
+    assert_eq!(replayer.apply(&srv.shared, &mut guard, 0, &args(&["MULTI"]), wall), Value::ok());
+    assert_eq!(replayer.apply(&srv.shared, &mut guard, 0, &args(&["SET", "g", "2"]), wall), Value::simple("QUEUED"));
+    assert!(replayer.abandon_transaction(), "the open MULTI is dropped");
+    drop(guard);
+    let mut c = srv.client().await;
+    assert_eq!(c.token(&["LEASE", "g:lock", "1000"]).await, None, "the replayed lease holds the lock");
+    assert_eq!(c.cmd(&["GET", "g"]).await, Value::Nil, "the abandoned transaction never ran");
+    srv.stop().await;
 }

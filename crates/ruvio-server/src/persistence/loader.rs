@@ -18,8 +18,7 @@ use parking_lot::MutexGuard;
 
 use super::format::{decode_command, open_reader, Cursor, FileKind, ReadError, Record, RecordKind};
 use super::manifest::{self, Manifest};
-use crate::client::{ClientInfo, ClientState};
-use crate::context::Ctx;
+use crate::dispatch::Replayer;
 use crate::keyspace::{CompactBytes, Data, Entry};
 use crate::locks::{Holder, Lease, Semaphore};
 use crate::shared::Shared;
@@ -198,7 +197,7 @@ pub fn decode_key(p: &[u8]) -> Result<(&[u8], Entry), String> {
 /// Replays log records through the dispatcher as a pseudo-client.
 struct Replay<'s> {
     shared: &'s Arc<Shared>,
-    client: ClientState,
+    replayer: Replayer,
     guard: Option<MutexGuard<'s, Store>>,
     records: u64,
     failed: u64,
@@ -206,8 +205,7 @@ struct Replay<'s> {
 
 impl<'s> Replay<'s> {
     fn new(shared: &'s Arc<Shared>) -> Self {
-        let info = Arc::new(ClientInfo::new(0, "log-replay".into(), String::new()));
-        Replay { shared, client: ClientState::new(info, true), guard: None, records: 0, failed: 0 }
+        Replay { shared, replayer: Replayer::new(), guard: None, records: 0, failed: 0 }
     }
 
     /// Replays one log file; returns (the LSN after its last record, its length after trimming).
@@ -247,9 +245,8 @@ impl<'s> Replay<'s> {
                 }
             }
         }
-        if self.client.multi.is_some() {
+        if self.replayer.abandon_transaction() {
             tracing::warn!("Revert incomplete MULTI/EXEC transaction in the append-only log {}", path.display());
-            self.client.multi = None;
         }
         Ok((next, r.offset))
     }
@@ -260,36 +257,22 @@ impl<'s> Replay<'s> {
         }
         let args = decode_command(&rec.payload).map_err(|e| format!("{} at offset {}: {e}", path.display(), rec.offset))?;
         let shared: &'s Arc<Shared> = self.shared;
-        let spec = match crate::commands::resolve(&args) {
-            Ok(resolved) => resolved.spec,
-            Err(e) => {
-                return Err(format!(
-                    "{} at offset {}: cannot replay '{}': {}",
-                    path.display(),
-                    rec.offset,
-                    String::from_utf8_lossy(&args[0]),
-                    String::from_utf8_lossy(e.as_bytes().unwrap_or(b"error"))
-                ))
-            }
-        };
+        if let Err(e) = crate::commands::resolve(&args) {
+            return Err(format!(
+                "{} at offset {}: cannot replay '{}': {}",
+                path.display(),
+                rec.offset,
+                String::from_utf8_lossy(&args[0]),
+                String::from_utf8_lossy(e.as_bytes().unwrap_or(b"error"))
+            ));
+        }
         if self.guard.is_none() {
             self.guard = Some(shared.store.lock());
         }
         if rec.db as usize >= self.guard.as_ref().map_or(0, |g| g.dbs.len()) {
             return Err(format!("{} at offset {}: database {} does not exist", path.display(), rec.offset, rec.db));
         }
-        self.client.db = rec.db as usize;
-        let reply = if self.client.multi.is_some() && !spec.has(crate::commands::flags::NO_QUEUE) {
-            self.client.multi.as_mut().expect("checked").push(args.clone());
-            ruvio_protocol::Value::simple("QUEUED")
-        } else {
-            // The command runs at the moment it was logged, so its relative times land where they did then.
-            let now = crate::clock::wall_to_mono(rec.wall_ms);
-            let mut ctx = Ctx::new(now, shared, &mut self.client, &args, spec, &mut self.guard, false);
-            let reply = crate::commands::call(&mut ctx);
-            ctx.block = None;
-            reply
-        };
+        let reply = self.replayer.apply(shared, &mut self.guard, rec.db as usize, &args, rec.wall_ms);
         if let Some(store) = self.guard.as_mut() {
             // These effects are already in the log being read.
             store.log.clear();

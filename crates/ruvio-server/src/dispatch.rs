@@ -1,0 +1,137 @@
+//! The one way a command runs: every caller (a client connection, the start-up loader replaying the log, and next
+//! a replica applying its primary's stream) goes through [`execute`], says who it is, and the gates that apply to
+//! it are decided here once: internal records, authentication, subscribed mode, loading, a failing write log, a
+//! record too large to log, MULTI queueing. [`crate::commands::call`] then runs the handler and logs what changed.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::MutexGuard;
+use ruvio_protocol::Value;
+
+use crate::client::{ClientInfo, ClientState};
+use crate::commands::{self, flags};
+use crate::context::{Block, Ctx};
+use crate::shared::Shared;
+use crate::store::Store;
+
+/// Who runs a command, which decides the gates it passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// An application's connection: every gate applies, internal records are refused, commands may block.
+    Client,
+    /// A write-log record being applied (the loader at start-up; a replica's stream next): it was accepted once
+    /// already, so client gates do not apply; internal records (LOCKSET, ...) run; nothing blocks.
+    Replay,
+}
+
+/// A write whose log record would exceed the record format's 32-bit length.
+const ERR_RECORD_TOO_LARGE: &str = "ERR command too large for the write log (a record holds at most 4294967295 bytes)";
+
+/// Runs `args` for `client` at `now` (monotonic ms). Returns the reply and, when the command must wait, the
+/// [`Block`] the caller waits on without any lock.
+pub fn execute<'g>(
+    caller: Caller,
+    now: u64,
+    shared: &'g Arc<Shared>,
+    client: &mut ClientState,
+    args: &[Bytes],
+    guard: &mut Option<MutexGuard<'g, Store>>,
+) -> (Value, Option<Block>) {
+    let is_client = caller == Caller::Client;
+    // A refused command inside MULTI makes EXEC fail (Redis's EXECABORT), for clients.
+    let refuse = |client: &mut ClientState, reply: Value| {
+        if is_client && client.multi.is_some() {
+            client.multi_error = true;
+        }
+        (reply, None)
+    };
+    let resolved = match commands::resolve(args) {
+        Ok(found) => found,
+        Err(e) => return refuse(client, e),
+    };
+    let spec = resolved.spec;
+    if is_client {
+        if spec.has(flags::INTERNAL) {
+            // Write-log records replay state with explicit tokens; a client must never forge them.
+            return (commands::unknown_command(args), None);
+        }
+        *client.info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
+        if !client.authenticated && !spec.has(flags::NOAUTH) {
+            return (Value::error("NOAUTH Authentication required."), None);
+        }
+        if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
+            let text = format!(
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+                resolved.full_name()
+            );
+            return (Value::error(text), None);
+        }
+        if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
+            return (Value::error("LOADING Redis is loading the dataset in memory"), None);
+        }
+        if spec.has(flags::WRITE) {
+            if let Some(reason) = shared.aof.write_error() {
+                return refuse(client, Value::error(format!("MISCONF Errors writing to the AOF file: {reason}")));
+            }
+            if !crate::persistence::format::command_record_fits(args) {
+                // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
+                return refuse(client, Value::error(ERR_RECORD_TOO_LARGE));
+            }
+        }
+    }
+    if let Some(queue) = &mut client.multi {
+        if !spec.has(flags::NO_QUEUE) {
+            if spec.has(flags::NO_MULTI) {
+                return refuse(client, Value::error("ERR Command not allowed inside a transaction"));
+            }
+            queue.push(args.to_vec());
+            return (Value::simple("QUEUED"), None);
+        }
+    }
+    let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client);
+    let reply = commands::call(&mut ctx);
+    let block = if is_client { ctx.block.take() } else { None };
+    (reply, block)
+}
+
+/// Applies write-log records as [`Caller::Replay`], each at the instant it was logged, so its relative times land
+/// where they did then. One client state spans the records, so MULTI ... EXEC in the log is honoured. Used by the
+/// start-up loader, and by a replica for its primary's stream.
+pub struct Replayer {
+    client: ClientState,
+}
+
+impl Default for Replayer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Replayer {
+    pub fn new() -> Self {
+        let info = Arc::new(ClientInfo::new(0, "log-replay".into(), String::new()));
+        Replayer { client: ClientState::new(info, true) }
+    }
+
+    /// Runs one record against database `db` at `wall_ms` (the Unix ms it was logged at); returns its reply.
+    pub fn apply<'g>(
+        &mut self,
+        shared: &'g Arc<Shared>,
+        guard: &mut Option<MutexGuard<'g, Store>>,
+        db: usize,
+        args: &[Bytes],
+        wall_ms: i64,
+    ) -> Value {
+        self.client.db = db;
+        let now = crate::clock::wall_to_mono(wall_ms);
+        execute(Caller::Replay, now, shared, &mut self.client, args, guard).0
+    }
+
+    /// Drops a transaction the records opened but never ended (a log cut inside MULTI ... EXEC); true if there
+    /// was one.
+    pub fn abandon_transaction(&mut self) -> bool {
+        self.client.multi.take().is_some()
+    }
+}
