@@ -13,6 +13,7 @@ use ruvio_protocol::Value;
 use crate::client::{ClientInfo, ClientState};
 use crate::commands::{self, flags};
 use crate::context::{Block, Ctx};
+use crate::errors::*;
 use crate::shared::Shared;
 use crate::store::Store;
 
@@ -26,8 +27,6 @@ pub enum Caller {
     Replay,
 }
 
-/// A write whose log record would exceed the record format's 32-bit length.
-const ERR_RECORD_TOO_LARGE: &str = "ERR command too large for the write log (a record holds at most 4294967295 bytes)";
 
 /// Runs `args` for `client` at `now` (monotonic ms). Returns the reply and, when the command must wait, the
 /// [`Block`] the caller waits on without any lock.
@@ -59,7 +58,7 @@ pub fn execute<'g>(
         }
         *client.info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
         if !client.authenticated && !spec.has(flags::NOAUTH) {
-            return (Value::error("NOAUTH Authentication required."), None);
+            return (Value::error(ERR_NOAUTH), None);
         }
         if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
             let text = format!(
@@ -69,11 +68,11 @@ pub fn execute<'g>(
             return (Value::error(text), None);
         }
         if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
-            return (Value::error("LOADING Redis is loading the dataset in memory"), None);
+            return (Value::error(ERR_LOADING), None);
         }
         if spec.has(flags::WRITE) {
             if let Some(reason) = shared.aof.write_error() {
-                return refuse(client, Value::error(format!("MISCONF Errors writing to the AOF file: {reason}")));
+                return refuse(client, misconf(&reason));
             }
             if !crate::persistence::format::command_record_fits(args) {
                 // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
@@ -84,7 +83,7 @@ pub fn execute<'g>(
     if let Some(queue) = &mut client.multi {
         if !spec.has(flags::NO_QUEUE) {
             if spec.has(flags::NO_MULTI) {
-                return refuse(client, Value::error("ERR Command not allowed inside a transaction"));
+                return refuse(client, Value::error(ERR_NOT_IN_MULTI));
             }
             queue.push(args.to_vec());
             return (Value::simple("QUEUED"), None);

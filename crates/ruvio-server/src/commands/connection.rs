@@ -8,6 +8,7 @@ use ruvio_protocol::{Protocol, Value};
 use super::flags::*;
 use super::{eq_ic, int_arg, CommandSpec, ERR_SYNTAX};
 use crate::context::Ctx;
+use crate::errors::*;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
@@ -79,7 +80,7 @@ fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> Result<(), Value> {
     if ok {
         Ok(())
     } else {
-        Err(Value::error("WRONGPASS invalid username-password pair or user is disabled."))
+        Err(Value::error(ERR_WRONGPASS))
     }
 }
 
@@ -114,8 +115,8 @@ fn hello(ctx: &mut Ctx) -> Value {
         match super::parse_i64(v) {
             Some(2) => proto = Protocol::Resp2,
             Some(3) => proto = Protocol::Resp3,
-            Some(_) => return Value::error("NOPROTO unsupported protocol version"),
-            None => return Value::error("ERR Protocol version is not an integer or out of range"),
+            Some(_) => return Value::error(ERR_NOPROTO),
+            None => return Value::error(ERR_PROTO_VERSION),
         }
         i = 2;
     }
@@ -138,7 +139,7 @@ fn hello(ctx: &mut Ctx) -> Value {
         }
     }
     if !ctx.client.authenticated {
-        return Value::error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
+        return Value::error(ERR_HELLO_NOAUTH);
     }
     if let Some(name) = setname {
         *ctx.client.info.name.lock() = name;
@@ -161,11 +162,11 @@ fn hello(ctx: &mut Ctx) -> Value {
 fn select(ctx: &mut Ctx) -> Value {
     let n = match int_arg(&ctx.args[1]) {
         Ok(n) => n,
-        Err(_) => return Value::error("ERR value is not an integer or out of range"),
+        Err(_) => return Value::error(ERR_NOT_INTEGER),
     };
     let count = ctx.shared.config.read().databases as i64;
     if n < 0 || n >= count {
-        return Value::error("ERR DB index is out of range");
+        return Value::error(ERR_DB_INDEX_RANGE);
     }
     ctx.client.db = n as usize;
     ctx.client.info.db.store(n as usize, Ordering::Relaxed);
@@ -192,7 +193,7 @@ fn reset(ctx: &mut Ctx) -> Value {
 
 fn valid_name(name: &[u8]) -> Result<(), Value> {
     if name.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Err(Value::error("ERR Client names cannot contain spaces, newlines or special characters."));
+        return Err(Value::error(ERR_CLIENT_NAME));
     }
     Ok(())
 }
@@ -251,7 +252,7 @@ fn client_list(ctx: &mut Ctx) -> Value {
             for a in &args[3..] {
                 match super::parse_i64(a) {
                     Some(n) if n > 0 => v.push(n as u64),
-                    _ => return Value::error("ERR Invalid client ID"),
+                    _ => return Value::error(ERR_INVALID_CLIENT_ID),
                 }
             }
             ids = Some(v);
@@ -300,7 +301,7 @@ fn client_kill(ctx: &mut Ctx) -> Value {
                 }
                 Value::ok()
             }
-            None => Value::error("ERR No such client"),
+            None => Value::error(ERR_NO_SUCH_CLIENT),
         };
     }
     // New form: filters, AND-ed, as Redis 7 (networking.c clientKillCommand): each one only narrows the kill.
@@ -318,12 +319,12 @@ fn client_kill(ctx: &mut Ctx) -> Value {
         match String::from_utf8_lossy(&pair[0]).to_ascii_lowercase().as_str() {
             "id" => match super::parse_i64(&pair[1]) {
                 Some(n) if n > 0 => by_id = Some(n as u64),
-                _ => return Value::error("ERR client-id should be greater than 0"),
+                _ => return Value::error(ERR_CLIENT_ID_POSITIVE),
             },
             "maxage" => match super::parse_i64(&pair[1]) {
                 Some(n) if n > 0 => max_age = Some(n as u64),
-                Some(_) => return Value::error("ERR maxage should be greater than 0"),
-                None => return Value::error("ERR maxage is not an integer or out of range"),
+                Some(_) => return Value::error(ERR_MAXAGE_POSITIVE),
+                None => return Value::error(ERR_MAXAGE_NOT_INTEGER),
             },
             "type" => match client_type_by_name(&v) {
                 Some(t) => by_type = Some(t),

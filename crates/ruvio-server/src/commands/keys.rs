@@ -14,6 +14,7 @@ use crate::context::Ctx;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Entry;
 use crate::locks::engine::on_lock_removed;
+use crate::errors::*;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
@@ -87,7 +88,7 @@ fn scan(ctx: &mut Ctx) -> Value {
     // Like Redis (strtoull), a negative cursor wraps to a huge one, which ends the iteration.
     let text = std::str::from_utf8(&args[1]).unwrap_or("x");
     let Some(cursor) = text.parse::<u64>().ok().or_else(|| text.parse::<i64>().ok().map(|c| c as u64)) else {
-        return Value::error("ERR invalid cursor");
+        return Value::error(ERR_INVALID_CURSOR);
     };
     let mut pattern: Option<Bytes> = None;
     let mut count = 10usize;
@@ -136,7 +137,7 @@ fn dbsize(ctx: &mut Ctx) -> Value {
 fn rename_impl(ctx: &mut Ctx, only_if_absent: bool) -> Value {
     let (args, now) = (ctx.args, ctx.now);
     let db = ctx.db();
-    let Some(src) = db.get(&args[1], now) else { return Value::error("ERR no such key") };
+    let Some(src) = db.get(&args[1], now) else { return Value::error(ERR_NO_SUCH_KEY) };
     if src.data.is_lock() || db.get(&args[2], now).is_some_and(|e| e.data.is_lock()) {
         return Value::error(ERR_WRONGTYPE);
     }
@@ -163,7 +164,7 @@ fn db_index(ctx: &mut Ctx, arg: &[u8]) -> Result<usize, Value> {
     let n = int_arg(arg)?;
     let count = ctx.store().dbs.len() as i64;
     if n < 0 || n >= count {
-        return Err(Value::error("ERR DB index is out of range"));
+        return Err(Value::error(ERR_DB_INDEX_RANGE));
     }
     Ok(n as usize)
 }
@@ -188,7 +189,7 @@ fn copy(ctx: &mut Ctx) -> Value {
         }
     }
     if src_db == dst_db && args[1] == args[2] {
-        return Value::error("ERR source and destination objects are the same");
+        return Value::error(ERR_SAME_OBJECT);
     }
     let store = ctx.store();
     let Some(entry) = store.dbs[src_db].get(&args[1], now).cloned() else { return Value::Integer(0) };
@@ -211,7 +212,7 @@ fn move_key(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     if dst_db == src_db {
-        return Value::error("ERR source and destination objects are the same");
+        return Value::error(ERR_SAME_OBJECT);
     }
     let store = ctx.store();
     match store.dbs[src_db].get(&args[1], now) {
@@ -233,7 +234,7 @@ fn swapdb(ctx: &mut Ctx) -> Value {
     let parse = |a: &[u8], which: &str| -> Result<usize, Value> {
         let n = super::parse_i64(a).ok_or_else(|| Value::error(format!("ERR invalid {which} DB index")))?;
         if n < 0 || n >= count {
-            return Err(Value::error("ERR DB index is out of range"));
+            return Err(Value::error(ERR_DB_INDEX_RANGE));
         }
         Ok(n as usize)
     };
@@ -296,12 +297,12 @@ fn expire_generic(ctx: &mut Ctx, millis: bool, absolute: bool) -> Value {
         }
     }
     if nx && (xx || gt || lt) {
-        return Value::error("ERR NX and XX, GT or LT options at the same time are not compatible");
+        return Value::error(ERR_NX_WITH_XX_GT_LT);
     }
     if gt && lt {
-        return Value::error("ERR GT and LT options at the same time are not compatible");
+        return Value::error(ERR_GT_WITH_LT);
     }
-    let invalid = || Value::error(format!("ERR invalid expire time in '{name}' command"));
+    let invalid = || invalid_expire(name);
     let wall_now = clock::wall_ms();
     let Some(wall) = clock::ttl_to_wall(amount, millis, absolute, wall_now) else { return invalid() };
     let ms = if millis { amount } else { amount * 1000 };

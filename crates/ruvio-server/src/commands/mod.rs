@@ -20,6 +20,7 @@ use bytes::Bytes;
 use ruvio_protocol::Value;
 
 use crate::context::Ctx;
+use crate::errors::*;
 
 /// Command flags, as in Redis's command metadata.
 pub mod flags {
@@ -161,36 +162,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     index().get(&*lower).copied()
 }
 
-fn trim128(b: &[u8]) -> String {
-    String::from_utf8_lossy(&b[..b.len().min(128)]).into_owned()
-}
-
-/// `ERR unknown command 'foo', with args beginning with: 'bar' `, exactly as Redis words it.
-pub fn unknown_command(args: &[Bytes]) -> Value {
-    // As Redis: the name is cut to 128 bytes, and the quoted arguments together to about 128 more.
-    let mut shown = String::new();
-    for a in args[1..].iter() {
-        if shown.len() >= 128 {
-            break;
-        }
-        let room = 128 - shown.len();
-        let text = String::from_utf8_lossy(&a[..a.len().min(room)]).into_owned();
-        shown.push_str(&format!("'{text}' "));
-    }
-    Value::error(format!("ERR unknown command '{}', with args beginning with: {shown}", trim128(&args[0])))
-}
-
-pub fn wrong_arity(name: &str) -> Value {
-    Value::error(format!("ERR wrong number of arguments for '{name}' command"))
-}
-
-pub fn unknown_subcommand(args: &[Bytes], parent: &str) -> Value {
-    Value::error(format!(
-        "ERR unknown subcommand '{}'. Try {} HELP.",
-        trim128(&args[1]),
-        parent.to_ascii_uppercase()
-    ))
-}
+pub use crate::errors::{unknown_command, unknown_subcommand, wrong_arity};
 
 /// A resolved command: the spec that runs, and its container when it is a subcommand (`client` for `client|id`).
 #[derive(Clone, Copy)]
@@ -229,9 +201,7 @@ pub fn resolve(args: &[Bytes]) -> Result<Resolved, Value> {
 
 // ----- argument helpers shared by the families -----
 
-pub const ERR_SYNTAX: &str = "ERR syntax error";
-pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
-pub const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub use crate::errors::{ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
 
 pub fn parse_i64(b: &[u8]) -> Option<i64> {
     // Redis rejects leading '+', spaces and leading zeros; Rust's parser accepts '+', so guard for it.
@@ -252,7 +222,7 @@ pub fn int_arg(b: &[u8]) -> Result<i64, Value> {
 }
 
 pub fn float_arg(b: &[u8]) -> Result<f64, Value> {
-    parse_f64(b).ok_or_else(|| Value::error("ERR value is not a valid float"))
+    parse_f64(b).ok_or_else(|| Value::error(ERR_NOT_FLOAT))
 }
 
 pub fn parse_f64(b: &[u8]) -> Option<f64> {

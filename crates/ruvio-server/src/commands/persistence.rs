@@ -7,6 +7,7 @@ use super::flags::*;
 use super::CommandSpec;
 use crate::context::{Block, Ctx};
 use crate::persistence::rewrite;
+use crate::errors::*;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
@@ -23,7 +24,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 fn save(ctx: &mut Ctx) -> Value {
     if ctx.in_exec {
-        return Value::error("ERR Command not allowed inside a transaction");
+        return Value::error(ERR_NOT_IN_MULTI);
     }
     // Register before starting so the completion cannot be missed; a rewrite already running also counts, as it
     // covers every write made before this command.
@@ -31,7 +32,7 @@ fn save(ctx: &mut Ctx) -> Value {
     ctx.shared.aof.rewrite_waiters.lock().push(tx);
     let _ = rewrite::start(ctx.shared);
     ctx.unlock();
-    ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error("ERR save interrupted") });
+    ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SAVE_INTERRUPTED) });
     Value::Nil
 }
 
@@ -42,14 +43,14 @@ fn bgsave(ctx: &mut Ctx) -> Value {
     match rewrite::start(ctx.shared) {
         Ok(()) => Value::simple("Background saving started"),
         Err(_) if ctx.args.len() == 2 => Value::simple("Background saving scheduled"),
-        Err(_) => Value::error("ERR Background save already in progress"),
+        Err(_) => Value::error(ERR_BGSAVE_IN_PROGRESS),
     }
 }
 
 fn bgrewriteaof(ctx: &mut Ctx) -> Value {
     match rewrite::start(ctx.shared) {
         Ok(()) => Value::simple("Background append only file rewriting started"),
-        Err(_) => Value::error("ERR Background append only file rewriting already in progress"),
+        Err(_) => Value::error(ERR_REWRITE_IN_PROGRESS),
     }
 }
 

@@ -11,6 +11,7 @@ use crate::client::ClientState;
 use crate::context::Ctx;
 use crate::pubsub::PubSub;
 use crate::shared::{Shared, Stats};
+use crate::errors::*;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
@@ -154,7 +155,7 @@ fn publish(ctx: &mut Ctx) -> Value {
 fn pubsub_channels(ctx: &mut Ctx) -> Value {
     let pattern = ctx.args.get(2).map(|p| p.as_ref());
     if ctx.args.len() > 3 {
-        return Value::error("ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.");
+        return Value::error(ERR_PUBSUB_CHANNELS_ARITY);
     }
     let chans = ctx.shared.pubsub.lock().channels(pattern);
     Value::Array(chans.into_iter().map(Value::Bulk).collect())

@@ -8,6 +8,7 @@ use super::{eq_ic, int_arg, CommandSpec, ERR_SYNTAX};
 use crate::config::find_param;
 use crate::context::Ctx;
 use crate::keyspace::glob::glob_match;
+use crate::errors::*;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
@@ -46,7 +47,7 @@ static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
 
 /// The handler of a container command; never reached because dispatch always picks a subcommand.
 pub fn container_help(_ctx: &mut Ctx) -> Value {
-    Value::error("ERR missing subcommand")
+    Value::error(ERR_MISSING_SUBCOMMAND)
 }
 
 fn info(ctx: &mut Ctx) -> Value {
@@ -137,7 +138,7 @@ fn shutdown(ctx: &mut Ctx) -> Value {
     for a in &ctx.args[1..] {
         if eq_ic(a, "abort") {
             // Ruvio's shutdown is immediate, so there is never one in progress to abort.
-            return Value::error("ERR No shutdown in progress.");
+            return Value::error(ERR_NO_SHUTDOWN);
         }
         if !(eq_ic(a, "nosave") || eq_ic(a, "save") || eq_ic(a, "now") || eq_ic(a, "force")) {
             return Value::error(ERR_SYNTAX);
@@ -145,7 +146,7 @@ fn shutdown(ctx: &mut Ctx) -> Value {
     }
     // Like Redis, a password-protected server only lets an authenticated client shut it down.
     if !ctx.client.authenticated {
-        return Value::error("NOAUTH Authentication required.");
+        return Value::error(ERR_NOAUTH);
     }
     tracing::info!("SHUTDOWN requested by client {}", ctx.client.id());
     ctx.shared.request_shutdown();
@@ -156,15 +157,15 @@ fn shutdown(ctx: &mut Ctx) -> Value {
 
 fn wait(ctx: &mut Ctx) -> Value {
     match (int_arg(&ctx.args[1]), int_arg(&ctx.args[2])) {
-        (Ok(_), Ok(t)) if t < 0 => Value::error("ERR timeout is negative"),
+        (Ok(_), Ok(t)) if t < 0 => Value::error(ERR_TIMEOUT_NEGATIVE),
         (Ok(_), Ok(_)) => Value::Integer(0),
         (Err(e), _) => e,
-        (_, Err(_)) => Value::error("ERR timeout is not an integer or out of range"),
+        (_, Err(_)) => Value::error(ERR_TIMEOUT_NOT_INTEGER),
     }
 }
 
 fn cluster_disabled(_ctx: &mut Ctx) -> Value {
-    Value::error("ERR This instance has cluster support disabled")
+    Value::error(ERR_NO_CLUSTER)
 }
 
 // ----- COMMAND -----
@@ -280,18 +281,18 @@ fn command_docs_sub(ctx: &mut Ctx) -> Value {
 fn command_getkeys(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let inner = &args[2..];
-    let Some(spec) = super::lookup_public(&inner[0]) else { return Value::error("ERR Invalid command specified") };
+    let Some(spec) = super::lookup_public(&inner[0]) else { return Value::error(ERR_GETKEYS_UNKNOWN) };
     if !spec.arity_ok(inner.len()) {
-        return Value::error("ERR Invalid number of arguments specified for command");
+        return Value::error(ERR_GETKEYS_ARITY);
     }
     let spec = match spec.find_subcommand(&inner[1]) {
         Some(sub) if sub.arity_ok(inner.len()) => sub,
-        Some(_) => return Value::error("ERR Invalid number of arguments specified for command"),
+        Some(_) => return Value::error(ERR_GETKEYS_ARITY),
         None => spec,
     };
     let idx = spec.key_indexes(inner.len());
     if idx.is_empty() {
-        return Value::error("ERR The command has no key arguments");
+        return Value::error(ERR_GETKEYS_NO_KEYS);
     }
     Value::Array(idx.into_iter().map(|i| Value::Bulk(inner[i].clone())).collect())
 }

@@ -8,6 +8,7 @@ use super::{eq_ic, float_arg, int_arg, parse_f64, parse_i64, reply, CommandSpec,
 use crate::clock;
 use crate::context::Ctx;
 use crate::keyspace::{CompactBytes, Data, Db, Entry};
+use crate::errors::*;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
@@ -83,7 +84,7 @@ fn get(ctx: &mut Ctx) -> Value {
 /// deadline, wall-clock ms) or Redis's error. As in Redis, the amount must be positive and now + amount must not
 /// overflow ([`clock::ttl_to_wall`]).
 pub fn deadline(now: u64, amount: i64, millis: bool, absolute: bool, cmd: &str) -> Result<(u64, i64), Value> {
-    let invalid = || Value::error(format!("ERR invalid expire time in '{cmd}' command"));
+    let invalid = || invalid_expire(cmd);
     if amount <= 0 {
         return Err(invalid());
     }
@@ -356,7 +357,7 @@ fn incr_by(ctx: &mut Ctx, delta: i64) -> Value {
         Err(e) => return e,
     };
     let Some(next) = current.checked_add(delta) else {
-        return Value::error("ERR increment or decrement would overflow");
+        return Value::error(ERR_INCR_OVERFLOW);
     };
     write_string(db, &args[1], CompactBytes::new(itoa::Buffer::new().format(next).as_bytes()), now);
     Value::Integer(next)
@@ -379,7 +380,7 @@ fn incrby(ctx: &mut Ctx) -> Value {
 
 fn decrby(ctx: &mut Ctx) -> Value {
     match int_arg(&ctx.args[2]) {
-        Ok(d) if d == i64::MIN => Value::error("ERR decrement would overflow"),
+        Ok(d) if d == i64::MIN => Value::error(ERR_DECR_OVERFLOW),
         Ok(d) => incr_by(ctx, -d),
         Err(e) => e,
     }
@@ -433,11 +434,11 @@ fn incrbyfloat(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     let Some(current) = parse_f64(&current_text) else {
-        return Value::error("ERR value is not a valid float");
+        return Value::error(ERR_NOT_FLOAT);
     };
     let next = current + delta;
     if next.is_nan() || next.is_infinite() {
-        return Value::error("ERR increment would produce NaN or Infinity");
+        return Value::error(ERR_INCR_NAN);
     }
     let text = decimal_sum(&current_text, &args[2]).unwrap_or_else(|| format_float(next));
     write_string(db, &args[1], CompactBytes::new(text.as_bytes()), now);
@@ -455,7 +456,7 @@ fn append(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     if len + args[2].len() > MAX_STRING {
-        return Value::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return Value::error(ERR_STRING_TOO_LONG);
     }
     // In place: the cost is the appended bytes, not the whole value (a 64 MB string must not be copied per call).
     match db.get_mut(&args[1], now) {
@@ -500,7 +501,7 @@ fn setrange(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
     let offset = match int_arg(&args[2]) {
         Ok(o) if o >= 0 => o as usize,
-        Ok(_) => return Value::error("ERR offset is out of range"),
+        Ok(_) => return Value::error(ERR_OFFSET_RANGE),
         Err(e) => return e,
     };
     let patch = &args[3];
@@ -514,7 +515,7 @@ fn setrange(ctx: &mut Ctx) -> Value {
         return Value::Integer(len as i64);
     }
     if offset.saturating_add(patch.len()) > MAX_STRING {
-        return Value::error("ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return Value::error(ERR_STRING_TOO_LONG);
     }
     match db.get_mut(&args[1], now) {
         Some(Data::Str(s)) => s.set_range(offset, patch),

@@ -15,6 +15,7 @@ use crate::context::Ctx;
 use crate::keyspace::{CompactBytes, WatchFlag};
 use crate::shared::Shared;
 use crate::store::Store;
+use crate::errors::*;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
@@ -32,7 +33,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 fn multi(ctx: &mut Ctx) -> Value {
     if ctx.client.multi.is_some() {
-        return Value::error("ERR MULTI calls can not be nested");
+        return Value::error(ERR_NESTED_MULTI);
     }
     ctx.client.multi = Some(Vec::new());
     ctx.client.multi_error = false;
@@ -49,7 +50,7 @@ pub fn discard_state(ctx: &mut Ctx) {
 
 fn discard(ctx: &mut Ctx) -> Value {
     if ctx.client.multi.is_none() {
-        return Value::error("ERR DISCARD without MULTI");
+        return Value::error(ERR_DISCARD_WITHOUT_MULTI);
     }
     discard_state(ctx);
     unwatch_ctx(ctx);
@@ -57,12 +58,12 @@ fn discard(ctx: &mut Ctx) -> Value {
 }
 
 fn exec(ctx: &mut Ctx) -> Value {
-    let Some(queue) = ctx.client.multi.take() else { return Value::error("ERR EXEC without MULTI") };
+    let Some(queue) = ctx.client.multi.take() else { return Value::error(ERR_EXEC_WITHOUT_MULTI) };
     let failed = ctx.client.multi_error;
     discard_state(ctx);
     if failed {
         unwatch_ctx(ctx);
-        return Value::error("EXECABORT Transaction discarded because of previous errors.");
+        return Value::error(ERR_EXECABORT);
     }
     // Take the lock before checking the watches so no write can slip in between the check and the commands.
     let now = ctx.now;
@@ -102,7 +103,7 @@ fn exec(ctx: &mut Ctx) -> Value {
 
 fn watch(ctx: &mut Ctx) -> Value {
     if ctx.client.multi.is_some() {
-        return Value::error("ERR WATCH inside MULTI is not allowed");
+        return Value::error(ERR_WATCH_IN_MULTI);
     }
     let (args, db) = (ctx.args, ctx.client.db);
     let flag: Arc<WatchFlag> = ctx.client.watch_flag.clone();

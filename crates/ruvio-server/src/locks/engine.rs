@@ -12,7 +12,7 @@ use ruvio_protocol::Value;
 
 use super::records;
 use super::{Holder, Lease, Semaphore, Want, Waiter};
-use crate::commands::ERR_WRONGTYPE;
+use crate::errors::ERR_WRONGTYPE;
 use crate::keyspace::{CompactBytes, Data, Entry};
 use crate::shared::Shared;
 use crate::store::Store;

@@ -1,0 +1,103 @@
+//! The server's error replies, in one place: Redis's exact texts where Redis has the error, Ruvio's own otherwise.
+//! Handlers name these (or call the builders for texts that quote input); none writes an error text of its own.
+//! The lock commands' argument errors live with their typed arguments, in `ruvio_protocol::lock_args`.
+
+use bytes::Bytes;
+use ruvio_protocol::Value;
+
+// ----- arguments and types -----
+pub const ERR_SYNTAX: &str = "ERR syntax error";
+pub const ERR_NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const ERR_NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const ERR_WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const ERR_OFFSET_RANGE: &str = "ERR offset is out of range";
+pub const ERR_STRING_TOO_LONG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+pub const ERR_INCR_NAN: &str = "ERR increment would produce NaN or Infinity";
+pub const ERR_INCR_OVERFLOW: &str = "ERR increment or decrement would overflow";
+pub const ERR_DECR_OVERFLOW: &str = "ERR decrement would overflow";
+pub const ERR_NX_WITH_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub const ERR_GT_WITH_LT: &str = "ERR GT and LT options at the same time are not compatible";
+pub const ERR_INVALID_CURSOR: &str = "ERR invalid cursor";
+
+// ----- keys and databases -----
+pub const ERR_NO_SUCH_KEY: &str = "ERR no such key";
+pub const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";
+pub const ERR_DB_INDEX_RANGE: &str = "ERR DB index is out of range";
+
+// ----- connections and transactions -----
+pub const ERR_NOAUTH: &str = "NOAUTH Authentication required.";
+pub const ERR_WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+pub const ERR_NOPROTO: &str = "NOPROTO unsupported protocol version";
+pub const ERR_PROTO_VERSION: &str = "ERR Protocol version is not an integer or out of range";
+pub const ERR_NO_SUCH_CLIENT: &str = "ERR No such client";
+pub const ERR_INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
+pub const ERR_NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+pub const ERR_NESTED_MULTI: &str = "ERR MULTI calls can not be nested";
+pub const ERR_EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+pub const ERR_WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+pub const ERR_EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+
+// ----- the server's state -----
+pub const ERR_LOADING: &str = "LOADING Redis is loading the dataset in memory";
+/// A write whose log record would exceed the record format's 32-bit length (see persistence::format).
+pub const ERR_RECORD_TOO_LARGE: &str = "ERR command too large for the write log (a record holds at most 4294967295 bytes)";
+
+// ----- server commands -----
+pub const ERR_DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
+pub const ERR_SAVE_INTERRUPTED: &str = "ERR save interrupted";
+pub const ERR_BGSAVE_IN_PROGRESS: &str = "ERR Background save already in progress";
+pub const ERR_REWRITE_IN_PROGRESS: &str = "ERR Background append only file rewriting already in progress";
+pub const ERR_MISSING_SUBCOMMAND: &str = "ERR missing subcommand";
+pub const ERR_NO_SHUTDOWN: &str = "ERR No shutdown in progress.";
+pub const ERR_TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+pub const ERR_TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
+pub const ERR_NO_CLUSTER: &str = "ERR This instance has cluster support disabled";
+pub const ERR_HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+pub const ERR_CLIENT_NAME: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
+pub const ERR_CLIENT_ID_POSITIVE: &str = "ERR client-id should be greater than 0";
+pub const ERR_MAXAGE_POSITIVE: &str = "ERR maxage should be greater than 0";
+pub const ERR_MAXAGE_NOT_INTEGER: &str = "ERR maxage is not an integer or out of range";
+pub const ERR_PUBSUB_CHANNELS_ARITY: &str = "ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.";
+
+// ----- COMMAND GETKEYS -----
+pub const ERR_GETKEYS_UNKNOWN: &str = "ERR Invalid command specified";
+pub const ERR_GETKEYS_ARITY: &str = "ERR Invalid number of arguments specified for command";
+pub const ERR_GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
+
+// ----- texts that quote input (the encoder turns any CR/LF in them into spaces) -----
+
+fn trim128(b: &[u8]) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(128)]).into_owned()
+}
+
+/// `ERR unknown command 'foo', with args beginning with: 'bar' `, exactly as Redis words it.
+pub fn unknown_command(args: &[Bytes]) -> Value {
+    // As Redis: the name is cut to 128 bytes, and the quoted arguments together to about 128 more.
+    let mut shown = String::new();
+    for a in args[1..].iter() {
+        if shown.len() >= 128 {
+            break;
+        }
+        let room = 128 - shown.len();
+        let text = String::from_utf8_lossy(&a[..a.len().min(room)]).into_owned();
+        shown.push_str(&format!("'{text}' "));
+    }
+    Value::error(format!("ERR unknown command '{}', with args beginning with: {shown}", trim128(&args[0])))
+}
+
+pub fn wrong_arity(name: &str) -> Value {
+    Value::error(format!("ERR wrong number of arguments for '{name}' command"))
+}
+
+pub fn unknown_subcommand(args: &[Bytes], parent: &str) -> Value {
+    Value::error(format!("ERR unknown subcommand '{}'. Try {} HELP.", trim128(&args[1]), parent.to_ascii_uppercase()))
+}
+
+/// `ERR invalid expire time in 'set' command`: a TTL that is not positive or overflows (see clock::ttl_to_wall).
+pub fn invalid_expire(command: &str) -> Value {
+    Value::error(format!("ERR invalid expire time in '{command}' command"))
+}
+
+pub fn misconf(reason: &str) -> Value {
+    Value::error(format!("MISCONF Errors writing to the AOF file: {reason}"))
+}
