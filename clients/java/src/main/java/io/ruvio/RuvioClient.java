@@ -95,7 +95,7 @@ public final class RuvioClient implements AutoCloseable {
      * (UTF-8), integers as {@link Long}, nil as {@code null}, arrays as {@link java.util.List}, RESP3 maps as
      * {@link java.util.LinkedHashMap}, sets as {@link java.util.LinkedHashSet}, doubles as {@link Double}, booleans as
      * {@link Boolean}, big numbers as {@link java.math.BigInteger}. An error nested in an array (EXEC) is a
-     * {@link RuvioServerException} value.
+     * {@link RuvioServerException} value. For values that are not UTF-8 text use {@link #commandBytes(Object...)}.
      *
      * @param args the command name and its arguments ({@link String}, {@code byte[]}, numbers)
      * @return the reply
