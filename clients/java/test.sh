@@ -16,6 +16,7 @@ command -v java >/dev/null || need_pkgs+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null || need_pkgs+=(maven)
 command -v redis-server >/dev/null || need_pkgs+=(redis-server)
 command -v redis-sentinel >/dev/null || need_pkgs+=(redis-sentinel)
+command -v openssl >/dev/null || need_pkgs+=(openssl)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"

@@ -105,15 +105,31 @@ final class ClientCore {
         return watchReadonly(c, c.send(commandTimeoutMs(), args));
     }
 
+    /** Sends one command on the shared connection; the bulk strings of its reply as byte[]. */
+    CompletableFuture<Object> sendBinary(Object... args) {
+        Connection c;
+        try {
+            c = shared();
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return watchReadonly(c, c.sendBinary(commandTimeoutMs(), args));
+    }
+
     /** Sends a batch (pipeline) on the shared connection in one write. */
     List<CompletableFuture<Object>> sendBatch(List<Object[]> commands) {
+        return sendBatch(commands, null);
+    }
+
+    /** Sends a batch on the shared connection in one write; {@code binary[i]}: command i's bulk replies as byte[]. */
+    List<CompletableFuture<Object>> sendBatch(List<Object[]> commands, boolean[] binary) {
         Connection c;
         try {
             c = shared();
         } catch (RuntimeException e) {
             return commands.stream().map(x -> CompletableFuture.<Object>failedFuture(e)).toList();
         }
-        List<CompletableFuture<Object>> fs = c.sendBatch(commandTimeoutMs(), commands);
+        List<CompletableFuture<Object>> fs = c.sendBatch(commandTimeoutMs(), commands, binary);
         fs.forEach(f -> watchReadonly(c, f));
         return fs;
     }

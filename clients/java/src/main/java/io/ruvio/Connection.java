@@ -52,8 +52,11 @@ final class Connection {
         this.address = address;
     }
 
-    /** A command waiting for its reply; deadline is a System.nanoTime() value, or 0 for none. */
-    private record Pending(CompletableFuture<Object> future, long deadline) {
+    /**
+     * A command waiting for its reply; deadline is a System.nanoTime() value, or 0 for none; binary: bulk strings of
+     * the reply as {@code byte[]}.
+     */
+    private record Pending(CompletableFuture<Object> future, long deadline, boolean binary) {
     }
 
     /** Opens a connection to host:port and runs the handshake (HELLO/AUTH, SETNAME, SELECT, DURABILITY). */
@@ -182,7 +185,15 @@ final class Connection {
     private void readLoop() {
         try {
             while (!closed) {
-                Object v = reader.read();
+                // The reply's command is queued before its bytes are written, so once a byte of the reply has
+                // arrived the head of the queue says how to decode it.
+                reader.awaitInput();
+                Pending head = allToHandler ? null : pending.peek();
+                boolean binary = head != null && head.binary();
+                Object v = reader.read(binary);
+                if (binary && v instanceof Push) {
+                    v = Resp.toText(v); // an out-of-band push in the middle: always text
+                }
                 Consumer<Object> h = pushHandler;
                 if (h != null && (allToHandler || v instanceof Push)) {
                     try {
@@ -228,15 +239,25 @@ final class Connection {
      * {@link RuvioTimeoutException} (after timeoutMs; 0 = no timeout) or {@link RuvioConnectionException}.
      */
     CompletableFuture<Object> send(long timeoutMs, Object... args) {
-        return sendBatch(timeoutMs, List.<Object[]>of(args)).get(0);
+        return sendBatch(timeoutMs, List.<Object[]>of(args), null).get(0);
+    }
+
+    /** Like {@link #send(long, Object...)}, the bulk strings of the reply as byte[]. */
+    CompletableFuture<Object> sendBinary(long timeoutMs, Object... args) {
+        return sendBatch(timeoutMs, List.<Object[]>of(args), new boolean[] {true}).get(0);
+    }
+
+    List<CompletableFuture<Object>> sendBatch(long timeoutMs, List<Object[]> commands) {
+        return sendBatch(timeoutMs, commands, null);
     }
 
     /**
      * Sends several commands in one write; their futures, in order. Writes are combined: a thread that finds no
      * write in progress writes everything queued so far (its own bytes and those other threads add meanwhile) in as
-     * few system calls as possible, so many threads sharing the connection pipeline naturally.
+     * few system calls as possible, so many threads sharing the connection pipeline naturally. {@code binary} (null:
+     * none) marks the commands whose bulk replies are decoded as byte[].
      */
-    List<CompletableFuture<Object>> sendBatch(long timeoutMs, List<Object[]> commands) {
+    List<CompletableFuture<Object>> sendBatch(long timeoutMs, List<Object[]> commands, boolean[] binary) {
         ByteArrayOutputStream buf = new ByteArrayOutputStream(64 * commands.size());
         for (Object[] c : commands) {
             Resp.encode(buf, c);
@@ -247,7 +268,7 @@ final class Connection {
         for (int i = 0; i < commands.size(); i++) {
             CompletableFuture<Object> f = new CompletableFuture<>();
             fs.add(f);
-            ps.add(new Pending(f, deadline));
+            ps.add(new Pending(f, deadline, binary != null && binary[i]));
         }
         synchronized (queueLock) {
             if (closed) {

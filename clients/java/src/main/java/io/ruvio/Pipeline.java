@@ -22,6 +22,7 @@ public final class Pipeline {
     private final ClientCore core;
     private final List<Object[]> commands = new ArrayList<>();
     private final List<CompletableFuture<Object>> futures = new ArrayList<>();
+    private final List<Boolean> binary = new ArrayList<>();
 
     Pipeline(ClientCore core) {
         this.core = core;
@@ -34,9 +35,25 @@ public final class Pipeline {
      * @return the command's reply, completed once the pipeline has run
      */
     public CompletableFuture<Object> command(Object... args) {
+        return queue(false, args);
+    }
+
+    /**
+     * Queues a command whose reply comes back binary-safe: bulk strings as {@code byte[]} (see
+     * {@link RuvioClient#commandBytes(Object...)}). Text and binary commands mix freely in one pipeline.
+     *
+     * @param args the command name and arguments
+     * @return the command's reply, completed once the pipeline has run
+     */
+    public CompletableFuture<Object> commandBytes(Object... args) {
+        return queue(true, args);
+    }
+
+    private CompletableFuture<Object> queue(boolean bin, Object[] args) {
         CompletableFuture<Object> f = new CompletableFuture<>();
         commands.add(args.clone());
         futures.add(f);
+        binary.add(bin);
         return f;
     }
 
@@ -67,12 +84,17 @@ public final class Pipeline {
     public CompletableFuture<List<Object>> executeAsync() {
         List<Object[]> cmds = List.copyOf(commands);
         List<CompletableFuture<Object>> mine = List.copyOf(futures);
+        boolean[] modes = new boolean[binary.size()];
+        for (int i = 0; i < modes.length; i++) {
+            modes[i] = binary.get(i);
+        }
         commands.clear();
         futures.clear();
+        binary.clear();
         if (cmds.isEmpty()) {
             return CompletableFuture.completedFuture(List.of());
         }
-        List<CompletableFuture<Object>> sent = core.sendBatch(cmds);
+        List<CompletableFuture<Object>> sent = core.sendBatch(cmds, modes);
         for (int i = 0; i < sent.size(); i++) {
             CompletableFuture<Object> target = mine.get(i);
             sent.get(i).whenComplete((v, e) -> {

@@ -67,6 +67,8 @@ final class Resp {
     static final class Reader {
         private final InputStream in;
         private final boolean typed;
+        /** Set for the duration of one {@link #read(boolean)} call. */
+        private boolean binary;
         private final byte[] buf = new byte[16 * 1024];
         private int pos;
         private int end;
@@ -94,10 +96,28 @@ final class Resp {
          * IOException("protocol error ...") on malformed input.
          */
         Object read() throws IOException {
+            return read(false);
+        }
+
+        /**
+         * Reads one complete reply; with {@code binary}, bulk and verbatim strings become {@code byte[]} (verbatim
+         * without its format prefix) instead of UTF-8 text. Ignored by a {@code typed} reader.
+         */
+        Object read(boolean binary) throws IOException {
+            this.binary = binary && !typed;
             try {
                 return readValue();
             } catch (NumberFormatException e) {
                 throw new IOException("protocol error: " + e.getMessage(), e);
+            } finally {
+                this.binary = false;
+            }
+        }
+
+        /** Blocks until at least one byte of the next reply is buffered (EOFException when the stream ends). */
+        void awaitInput() throws IOException {
+            if (pos == end && !fill()) {
+                throw new EOFException("connection closed by the server");
             }
         }
 
@@ -119,7 +139,7 @@ final class Resp {
                         return null;
                     }
                     byte[] b = readExact((int) n);
-                    return typed ? b : new String(b, StandardCharsets.UTF_8);
+                    return typed || binary ? b : new String(b, StandardCharsets.UTF_8);
                 }
                 case '!': {
                     long n = parseLong(readLine());
@@ -127,7 +147,12 @@ final class Resp {
                 }
                 case '=': {
                     long n = parseLong(readLine());
-                    String s = new String(readExact((int) n), StandardCharsets.UTF_8);
+                    byte[] raw = readExact((int) n);
+                    if (binary) {
+                        return raw.length >= 4 && raw[3] == ':' ? java.util.Arrays.copyOfRange(raw, 4, raw.length)
+                                : raw;
+                    }
+                    String s = new String(raw, StandardCharsets.UTF_8);
                     if (typed) {
                         return s.length() >= 4 && s.charAt(3) == ':' ? new Verbatim(s.substring(0, 3), s.substring(4))
                                 : new Verbatim("", s);
@@ -281,6 +306,39 @@ final class Resp {
                 throw new IOException("protocol error: not an integer: " + s, e);
             }
         }
+    }
+
+    /**
+     * Turns the {@code byte[]} in a reply read in binary mode back into UTF-8 {@link String}s (recursively), as a text
+     * read would have decoded them.
+     */
+    static Object toText(Object v) {
+        if (v instanceof byte[] b) {
+            return new String(b, StandardCharsets.UTF_8);
+        }
+        if (v instanceof Push p) {
+            return new Push(toTextList(p.items()));
+        }
+        if (v instanceof List<?> l) {
+            return toTextList(l);
+        }
+        if (v instanceof Set<?> set) {
+            Set<Object> out = new LinkedHashSet<>();
+            set.forEach(x -> out.add(toText(x)));
+            return out;
+        }
+        if (v instanceof Map<?, ?> m) {
+            Map<Object, Object> out = new LinkedHashMap<>();
+            m.forEach((k, x) -> out.put(toText(k), toText(x)));
+            return out;
+        }
+        return v;
+    }
+
+    private static List<Object> toTextList(List<?> l) {
+        List<Object> out = new ArrayList<>(l.size());
+        l.forEach(x -> out.add(toText(x)));
+        return out;
     }
 
     /** A simple string, as the typed reader returns it. */

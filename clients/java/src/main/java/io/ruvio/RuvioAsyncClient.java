@@ -34,6 +34,17 @@ public final class RuvioAsyncClient {
     }
 
     /**
+     * Sends any command and returns its reply binary-safe (see {@link RuvioClient#commandBytes(Object...)}): bulk
+     * strings as {@code byte[]}.
+     *
+     * @param args the command name and its arguments ({@link String}, {@code byte[]}, numbers)
+     * @return the reply, bulk strings as {@code byte[]}
+     */
+    public CompletableFuture<Object> commandBytes(Object... args) {
+        return core.sendBinary(args);
+    }
+
+    /**
      * {@code PING}.
      *
      * @return {@code "PONG"}

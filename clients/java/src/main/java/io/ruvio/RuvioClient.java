@@ -95,7 +95,7 @@ public final class RuvioClient implements AutoCloseable {
      * (UTF-8), integers as {@link Long}, nil as {@code null}, arrays as {@link java.util.List}, RESP3 maps as
      * {@link java.util.LinkedHashMap}, sets as {@link java.util.LinkedHashSet}, doubles as {@link Double}, booleans as
      * {@link Boolean}, big numbers as {@link java.math.BigInteger}. An error nested in an array (EXEC) is a
-     * {@link RuvioServerException} value.
+     * {@link RuvioServerException} value. For values that are not UTF-8 text use {@link #commandBytes(Object...)}.
      *
      * @param args the command name and its arguments ({@link String}, {@code byte[]}, numbers)
      * @return the reply
@@ -103,6 +103,37 @@ public final class RuvioClient implements AutoCloseable {
      */
     public Object command(Object... args) {
         return Futures.await(async.command(args));
+    }
+
+    /**
+     * Sends any command and returns the reply binary-safe, as Jedis's {@code byte[]} methods and Lettuce's
+     * {@code ByteArrayCodec} do. Bulk and verbatim strings come back as {@code byte[]} (binary-safe: every byte as
+     * sent, never decoded), also inside arrays, sets and maps (where map keys are then {@code byte[]}, compared by
+     * identity: iterate rather than look up). Everything else as in {@link RuvioClient#command(Object...)}: simple
+     * strings such as {@code "OK"} stay {@link String}, integers {@link Long}, nil {@code null}.
+     *
+     * <pre>{@code
+     * byte[] value = {0, (byte) 0xff, (byte) 0xc3};           // not UTF-8
+     * c.command("SET", "k", value);
+     * byte[] back = (byte[]) c.commandBytes("GET", "k");     // the same three bytes
+     * }</pre>
+     *
+     * @param args the command name and its arguments ({@link String}, {@code byte[]}, numbers)
+     * @return the reply, bulk strings as {@code byte[]}
+     * @throws RuvioServerException when the server answers an error
+     */
+    public Object commandBytes(Object... args) {
+        return Futures.await(async.commandBytes(args));
+    }
+
+    /**
+     * {@code GET key}, binary-safe.
+     *
+     * @param key the key ({@link String} or {@code byte[]})
+     * @return the value's bytes, or {@code null} when the key does not exist
+     */
+    public byte[] getBytes(Object key) {
+        return (byte[]) commandBytes("GET", key);
     }
 
     /**

@@ -31,9 +31,22 @@ public final class RuvioConnection implements AutoCloseable {
         return Futures.await(core.watchReadonly(conn, conn.send(core.commandTimeoutMs(), args)));
     }
 
-    List<Object> batch(List<Object[]> commands) {
+    /**
+     * Sends any command on this connection and waits for the reply, binary-safe: bulk strings as {@code byte[]}
+     * (see {@link RuvioClient#commandBytes(Object...)}).
+     *
+     * @param args the command name and arguments
+     * @return the reply, bulk strings as {@code byte[]}
+     */
+    public Object commandBytes(Object... args) {
         check();
-        List<java.util.concurrent.CompletableFuture<Object>> fs = conn.sendBatch(core.commandTimeoutMs(), commands);
+        return Futures.await(core.watchReadonly(conn, conn.sendBinary(core.commandTimeoutMs(), args)));
+    }
+
+    List<Object> batch(List<Object[]> commands, boolean[] binary) {
+        check();
+        List<java.util.concurrent.CompletableFuture<Object>> fs = conn.sendBatch(core.commandTimeoutMs(), commands,
+                binary);
         List<Object> out = new java.util.ArrayList<>(fs.size());
         for (var f : fs) {
             try {

@@ -52,8 +52,23 @@ public final class Transaction {
      *     {@code null} when a WATCHed key changed and nothing ran
      * @throws RuvioServerException {@code EXECABORT} when the server refused a queued command
      */
-    @SuppressWarnings("unchecked")
     public List<Object> exec() {
+        return run(false);
+    }
+
+    /**
+     * Runs the transaction, the replies binary-safe: bulk strings as {@code byte[]} (see
+     * {@link RuvioClient#commandBytes(Object...)}).
+     *
+     * @return as {@link #exec()}, bulk strings as {@code byte[]}
+     * @throws RuvioServerException {@code EXECABORT} when the server refused a queued command
+     */
+    public List<Object> execBytes() {
+        return run(true);
+    }
+
+    @SuppressWarnings("unchecked")
+    private List<Object> run(boolean binary) {
         if (done) {
             throw new IllegalStateException("the transaction has already run");
         }
@@ -63,7 +78,9 @@ public final class Transaction {
         batch.addAll(commands);
         batch.add(new Object[] {"EXEC"});
         try {
-            List<Object> replies = conn.batch(batch);
+            boolean[] modes = new boolean[batch.size()];
+            modes[modes.length - 1] = binary; // the EXEC reply carries the results
+            List<Object> replies = conn.batch(batch, modes);
             conn.watching = false;
             Object exec = replies.get(replies.size() - 1);
             if (exec instanceof RuvioServerException e) {

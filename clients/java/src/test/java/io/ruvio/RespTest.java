@@ -70,4 +70,38 @@ class RespTest {
         assertArrayEquals(new byte[] {'*', '1', '\r', '\n', '$', '2', '\r', '\n', 0, (byte) 0xff, '\r', '\n'},
                 Resp.encode(new Object[] {new byte[] {0, (byte) 0xff}}));
     }
+
+    static Object decodeBinary(byte[] wire) throws IOException {
+        return new Resp.Reader(new ByteArrayInputStream(wire)).read(true);
+    }
+
+    @Test
+    void binaryModeKeepsBulkBytes() throws IOException {
+        byte[] payload = {(byte) 0xff, 0, '\r', '\n', (byte) 0xc3};
+        byte[] head = "*3\r\n$5\r\n".getBytes(StandardCharsets.US_ASCII);
+        byte[] tail = "\r\n=9\r\ntxt:\u00ff\u00ee\u00dd\u00cc\u00bb\r\n+OK\r\n".getBytes(StandardCharsets.ISO_8859_1);
+        byte[] wire = new byte[head.length + payload.length + tail.length];
+        System.arraycopy(head, 0, wire, 0, head.length);
+        System.arraycopy(payload, 0, wire, head.length, payload.length);
+        System.arraycopy(tail, 0, wire, head.length + payload.length, tail.length);
+        List<?> l = (List<?>) decodeBinary(wire);
+        assertArrayEquals(payload, (byte[]) l.get(0));
+        assertArrayEquals(new byte[] {(byte) 0xff, (byte) 0xee, (byte) 0xdd, (byte) 0xcc, (byte) 0xbb},
+                (byte[]) l.get(1), "verbatim: the bytes without the format prefix");
+        assertEquals("OK", l.get(2), "simple strings stay String");
+        // The same reader decodes the next reply as text again.
+        Resp.Reader r = new Resp.Reader(new ByteArrayInputStream("$1\r\nx\r\n$1\r\ny\r\n".getBytes(
+                StandardCharsets.US_ASCII)));
+        assertArrayEquals(new byte[] {'x'}, (byte[]) r.read(true));
+        assertEquals("y", r.read());
+    }
+
+    @Test
+    void toTextTurnsBytesBackIntoStrings() throws IOException {
+        Object push = decodeBinary(">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n".getBytes(
+                StandardCharsets.US_ASCII));
+        assertEquals(new Push(List.of("message", "ch", "hi")), Resp.toText(push));
+        assertEquals(Map.of("k", List.of("v", 1L)), Resp.toText(decodeBinary(
+                "%1\r\n$1\r\nk\r\n*2\r\n$1\r\nv\r\n:1\r\n".getBytes(StandardCharsets.US_ASCII))));
+    }
 }

@@ -49,7 +49,12 @@ class SentinelDiscoveryTest {
                     c.set("k", "v1");
 
                     // a manual failover: the replica is promoted, the old primary demoted
-                    assertEquals("OK", cli(sentinel.port, "SENTINEL", "FAILOVER", "svc"));
+                    // (the sentinel answers NOGOODSLAVE until it has the replica's own INFO: ask again until OK)
+                    String[] answer = {""};
+                    assertTrue(ServerProcess.waitFor(60_000, () -> {
+                        answer[0] = cli(sentinel.port, "SENTINEL", "FAILOVER", "svc").trim();
+                        return answer[0].equals("OK");
+                    }), "SENTINEL FAILOVER answered " + answer[0]);
                     assertTrue(ServerProcess.waitFor(60_000, () -> {
                         try {
                             c.set("k", "v2");

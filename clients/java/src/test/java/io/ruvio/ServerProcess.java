@@ -15,6 +15,8 @@ final class ServerProcess implements AutoCloseable {
     final int port;
     final Path dir;
     private final List<String> command;
+    /** Whether readiness is a PING answered in plain text (false: a TLS-only port, ready once it accepts TCP). */
+    private boolean plainPing = true;
     private Process process;
 
     private ServerProcess(List<String> command, int port, Path dir) {
@@ -75,6 +77,27 @@ final class ServerProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * redis-server listening only on a TLS port (no plain port), with the given certificate, key and CA files; clients
+     * are not asked for certificates.
+     */
+    static ServerProcess redisTls(Path cert, Path key, Path ca) {
+        try {
+            int port = freePort();
+            Path dir = Files.createTempDirectory("redis-tls-java-test");
+            List<String> cmd = List.of("redis-server", "--port", "0", "--tls-port", Integer.toString(port),
+                    "--tls-cert-file", cert.toString(), "--tls-key-file", key.toString(),
+                    "--tls-ca-cert-file", ca.toString(), "--tls-auth-clients", "no",
+                    "--dir", dir.toString(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1");
+            ServerProcess p = new ServerProcess(cmd, port, dir);
+            p.plainPing = false;
+            p.start();
+            return p;
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
     /** redis-sentinel monitoring a primary under the name given. */
     static ServerProcess sentinel(String name, int primaryPort) {
         try {
@@ -113,6 +136,9 @@ final class ServerProcess implements AutoCloseable {
                 throw new IllegalStateException("server exited at start: " + command + "\n" + log());
             }
             try (Socket s = new Socket("127.0.0.1", port)) {
+                if (!plainPing) {
+                    return; // the TLS port accepts connections: redis-server is up (the tests then talk TLS)
+                }
                 s.setSoTimeout(2000);
                 s.getOutputStream().write("PING\r\n".getBytes());
                 int b = s.getInputStream().read();
