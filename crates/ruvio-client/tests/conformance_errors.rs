@@ -39,7 +39,7 @@ fn lock_error_sources() -> Vec<PathBuf> {
     let src = server_src();
     // The lock commands' argument errors live in the typed commands both sides share.
     let protocol = repo_root().join("crates/ruvio-protocol/src/lock_args.rs");
-    let mut files = vec![src.join("commands/locks.rs"), protocol];
+    let mut files = vec![src.join("commands/lock_family.rs"), protocol];
     files.extend(rs_files(&src.join("locks")));
     files
 }

@@ -384,8 +384,8 @@ impl Connection {
 
     fn cleanup(&mut self) {
         let id = self.state.id();
-        commands::transactions::unwatch_all(&self.shared, &mut self.state);
-        commands::pubsub::unsubscribe_all(&self.shared, &mut self.state);
+        commands::transaction_family::unwatch_all(&self.shared, &mut self.state);
+        commands::pubsub_family::unsubscribe_all(&self.shared, &mut self.state);
         self.shared.clients.lock().remove(&id);
     }
 }

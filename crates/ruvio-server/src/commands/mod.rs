@@ -1,17 +1,18 @@
 //! The command table and dispatch.
 //!
-//! Every command is one [`CommandSpec`] in its family's `COMMANDS` list (connection.rs, keys.rs, strings.rs, ...).
+//! Every command is one [`CommandSpec`] in its family's `COMMANDS` list (`*_family.rs`: string_family.rs,
+//! generic_family.rs for keys, lock_family.rs, ...; the suffix keeps them apart from subsystems such as `locks/`).
 //! The table drives dispatch, arity errors, authentication and subscribed-mode rules, MULTI queueing, COMMAND
 //! output and which commands reach the write log. Adding a command means one entry plus its handler.
 
-pub mod connection;
-pub mod keys;
-pub mod locks;
-pub mod persistence;
-pub mod pubsub;
-pub mod server;
-pub mod strings;
-pub mod transactions;
+pub mod connection_family;
+pub mod generic_family;
+pub mod lock_family;
+pub mod persistence_family;
+pub mod pubsub_family;
+pub mod server_family;
+pub mod string_family;
+pub mod transaction_family;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -109,14 +110,14 @@ impl CommandSpec {
 /// Every command family; the one list the rest of the server reads.
 pub fn families() -> [&'static [CommandSpec]; 8] {
     [
-        connection::COMMANDS,
-        keys::COMMANDS,
-        strings::COMMANDS,
-        transactions::COMMANDS,
-        pubsub::COMMANDS,
-        server::COMMANDS,
-        locks::COMMANDS,
-        persistence::COMMANDS,
+        connection_family::COMMANDS,
+        generic_family::COMMANDS,
+        string_family::COMMANDS,
+        transaction_family::COMMANDS,
+        pubsub_family::COMMANDS,
+        server_family::COMMANDS,
+        lock_family::COMMANDS,
+        persistence_family::COMMANDS,
     ]
 }
 

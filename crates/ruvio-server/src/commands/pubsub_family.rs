@@ -32,7 +32,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: (0, 0, 0),
         group: "pubsub",
         summary: "A container for Pub/Sub commands.",
-        handler: super::server::container_help,
+        handler: super::server_family::container_help,
         subcommands: PUBSUB_SUBCOMMANDS,
     },
 ];

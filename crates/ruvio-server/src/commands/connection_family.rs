@@ -31,7 +31,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         keys: (0, 0, 0),
         group: "connection",
         summary: "A container for client connection commands.",
-        handler: super::server::container_help,
+        handler: super::server_family::container_help,
         subcommands: CLIENT_SUBCOMMANDS,
     },
 ];
@@ -179,9 +179,9 @@ fn quit(ctx: &mut Ctx) -> Value {
 }
 
 fn reset(ctx: &mut Ctx) -> Value {
-    super::transactions::discard_state(ctx);
-    super::transactions::unwatch_ctx(ctx);
-    super::pubsub::unsubscribe_all(ctx.shared, ctx.client);
+    super::transaction_family::discard_state(ctx);
+    super::transaction_family::unwatch_ctx(ctx);
+    super::pubsub_family::unsubscribe_all(ctx.shared, ctx.client);
     ctx.client.db = 0;
     ctx.client.info.db.store(0, Ordering::Relaxed);
     ctx.client.proto = Protocol::Resp2;
