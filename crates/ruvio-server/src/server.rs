@@ -245,7 +245,7 @@ pub async fn active_expiry(shared: Arc<Shared>) {
         }
         if removed > 0 {
             store.settle_expired(now);
-            crate::locks::engine::after_command(&mut store, &shared, now);
+            shared.after_command(&mut store, now);
         }
     }
 }

@@ -69,6 +69,14 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// What follows every command under the store lock: lock waiters it made room for are served, and the lock
+    /// timer is woken when it set an earlier deadline.
+    pub fn after_command(&self, store: &mut Store, now: u64) {
+        if crate::locks::engine::after_command(store, now) {
+            self.lock_timer.notify_one();
+        }
+    }
+
     pub fn new(config: Config) -> Arc<Self> {
         use rand::Rng;
         let mut rng = rand::thread_rng();

@@ -75,14 +75,14 @@ fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>
                     cancel: Box::new(move |store: &mut Store| {
                         engine::cancel_waiter(store, db, &cancel_key, id);
                         // Withdrawing a waiter can unblock the queue behind it; those grants set timers.
-                        engine::after_command(store, &shared, crate::clock::mono_ms());
+                        shared.after_command(store, crate::clock::mono_ms());
                     }),
                     abandon: Some(Box::new(move |store: &mut Store, granted: Value| {
                         // Granted just as the client left: nobody will use the token, so free the lock now.
                         if let Value::Integer(token) = granted {
                             let now = crate::clock::mono_ms();
                             let _ = engine::release(store, db, &key, token, now);
-                            engine::after_command(store, &abandon_shared, now);
+                            abandon_shared.after_command(store, now);
                         }
                     })),
                     timeout_reply: Value::Nil,

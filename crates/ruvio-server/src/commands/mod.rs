@@ -303,10 +303,10 @@ pub fn call(ctx: &mut Ctx) -> Value {
         }
         if write {
             // A write that replaced a lock (SET over a lease) must not leave its waiters hanging.
-            crate::locks::engine::recheck_waiters(store, db, spec, args);
+            crate::locks::engine::recheck_waiters(store, db, spec.key_indexes(args.len()).into_iter().map(|i| &args[i][..]));
         }
         // Lock waiters the command made room for (DEL, FLUSH, expiry) are granted after its record.
-        crate::locks::engine::after_command(store, shared, now);
+        shared.after_command(store, now);
     }
     reply
 }

@@ -6,7 +6,6 @@
 //! command handlers therefore log nothing themselves.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use ruvio_protocol::Value;
 
@@ -14,7 +13,6 @@ use super::records;
 use super::{Holder, Lease, Semaphore, Want, Waiter};
 use crate::errors::ERR_WRONGTYPE;
 use crate::keyspace::{CompactBytes, Data, Entry};
-use crate::shared::Shared;
 use crate::store::Store;
 
 
@@ -282,27 +280,25 @@ pub fn serve_pending(store: &mut Store, now: u64) {
     }
 }
 
-/// Runs after every command, once its write is in the log: grants to waiters the command made room for and wakes
-/// the lock timer if the command set an earlier deadline.
-pub fn after_command(store: &mut Store, shared: &Arc<Shared>, now: u64) {
+/// Runs after every command, once its write is in the log: grants to waiters the command made room for. True when
+/// the command set a deadline earlier than any other, so the lock timer must be woken (the caller owns the task:
+/// see [`crate::shared::Shared::after_command`]).
+pub fn after_command(store: &mut Store, now: u64) -> bool {
     if !store.locks.pending.is_empty() {
         serve_pending(store, now);
     }
-    if store.locks.wake_timer {
-        store.locks.wake_timer = false;
-        shared.lock_timer.notify_one();
-    }
+    std::mem::take(&mut store.locks.wake_timer)
 }
 
 /// After any write: keys of the command that have waiters are looked at again, so a lock replaced by another
 /// value (SET over a lease) answers its waiters (WRONGTYPE) instead of leaving them queued.
-pub fn recheck_waiters(store: &mut Store, db: usize, spec: &crate::commands::CommandSpec, args: &[bytes::Bytes]) {
+pub fn recheck_waiters<'k>(store: &mut Store, db: usize, keys: impl Iterator<Item = &'k [u8]>) {
     if !store.locks.any_waiters() {
         return;
     }
-    for i in spec.key_indexes(args.len()) {
-        if store.locks.has_waiters(db, &args[i]) {
-            store.locks.pending.push((db, CompactBytes::new(&args[i])));
+    for key in keys {
+        if store.locks.has_waiters(db, key) {
+            store.locks.pending.push((db, CompactBytes::new(key)));
         }
     }
 }
