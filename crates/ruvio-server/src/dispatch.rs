@@ -38,18 +38,31 @@ pub fn execute<'g>(
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
+    match commands::resolve(args) {
+        Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),
+        Err(e) => refuse(caller, client, e),
+    }
+}
+
+/// A command refused before it ran. Inside a client's MULTI it also makes EXEC fail (Redis's EXECABORT).
+fn refuse(caller: Caller, client: &mut ClientState, reply: Value) -> (Value, Option<Block>) {
+    if caller == Caller::Client && client.multi.is_some() {
+        client.multi_error = true;
+    }
+    (reply, None)
+}
+
+/// [`execute`] for a command already resolved from `args`.
+fn execute_resolved<'g>(
+    caller: Caller,
+    resolved: commands::Resolved,
+    now: u64,
+    shared: &'g Arc<Shared>,
+    client: &mut ClientState,
+    args: &[Bytes],
+    guard: &mut Option<MutexGuard<'g, Store>>,
+) -> (Value, Option<Block>) {
     let is_client = caller == Caller::Client;
-    // A refused command inside MULTI makes EXEC fail (Redis's EXECABORT), for clients.
-    let refuse = |client: &mut ClientState, reply: Value| {
-        if is_client && client.multi.is_some() {
-            client.multi_error = true;
-        }
-        (reply, None)
-    };
-    let resolved = match commands::resolve(args) {
-        Ok(found) => found,
-        Err(e) => return refuse(client, e),
-    };
     let spec = resolved.spec;
     if is_client {
         if spec.has(flags::INTERNAL) {
@@ -72,18 +85,18 @@ pub fn execute<'g>(
         }
         if spec.has(flags::WRITE) {
             if let Some(reason) = shared.aof.write_error() {
-                return refuse(client, misconf(&reason));
+                return refuse(caller, client, misconf(&reason));
             }
             if !crate::persistence::format::command_record_fits(args) {
                 // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
-                return refuse(client, Value::error(ERR_RECORD_TOO_LARGE));
+                return refuse(caller, client, Value::error(ERR_RECORD_TOO_LARGE));
             }
         }
     }
     if let Some(queue) = &mut client.multi {
         if !spec.has(flags::NO_QUEUE) {
             if spec.has(flags::NO_MULTI) {
-                return refuse(client, Value::error(ERR_NOT_IN_MULTI));
+                return refuse(caller, client, Value::error(ERR_NOT_IN_MULTI));
             }
             queue.push(args.to_vec());
             return (Value::simple("QUEUED"), None);
@@ -123,9 +136,23 @@ impl Replayer {
         args: &[Bytes],
         wall_ms: i64,
     ) -> Value {
+        self.try_apply(shared, guard, db, args, wall_ms).unwrap_or_else(|e| e)
+    }
+
+    /// [`Replayer::apply`], telling apart a record this server cannot run at all (`Err`: an unknown command or a
+    /// wrong arity, a damaged or foreign log) from a command's own reply (`Ok`, errors included).
+    pub fn try_apply<'g>(
+        &mut self,
+        shared: &'g Arc<Shared>,
+        guard: &mut Option<MutexGuard<'g, Store>>,
+        db: usize,
+        args: &[Bytes],
+        wall_ms: i64,
+    ) -> Result<Value, Value> {
+        let resolved = commands::resolve(args)?;
         self.client.db = db;
         let now = crate::clock::wall_to_mono(wall_ms);
-        execute(Caller::Replay, now, shared, &mut self.client, args, guard).0
+        Ok(execute_resolved(Caller::Replay, resolved, now, shared, &mut self.client, args, guard).0)
     }
 
     /// Drops a transaction the records opened but never ended (a log cut inside MULTI ... EXEC); true if there

@@ -109,31 +109,25 @@ pub struct LockCounts {
 }
 
 impl LockCounts {
-    fn add(&mut self, data: &Data) {
+    /// What one value adds to the counts: (lease keys, semaphore keys, holders).
+    fn of(data: &Data) -> (usize, usize, usize) {
         match data {
-            Data::Str(_) => {}
-            Data::Lease(_) => {
-                self.leases += 1;
-                self.holders += 1;
-            }
-            Data::Semaphore(sem) => {
-                self.semaphores += 1;
-                self.holders += sem.holders.len();
-            }
+            Data::Str(_) => (0, 0, 0),
+            Data::Lease(_) => (1, 0, 1),
+            Data::Semaphore(sem) => (0, 1, sem.holders.len()),
         }
     }
+    fn add(&mut self, data: &Data) {
+        let (l, s, h) = Self::of(data);
+        self.leases += l;
+        self.semaphores += s;
+        self.holders += h;
+    }
     fn sub(&mut self, data: &Data) {
-        match data {
-            Data::Str(_) => {}
-            Data::Lease(_) => {
-                self.leases -= 1;
-                self.holders -= 1;
-            }
-            Data::Semaphore(sem) => {
-                self.semaphores -= 1;
-                self.holders -= sem.holders.len();
-            }
-        }
+        let (l, s, h) = Self::of(data);
+        self.leases -= l;
+        self.semaphores -= s;
+        self.holders -= h;
     }
 }
 

@@ -257,22 +257,21 @@ impl<'s> Replay<'s> {
         }
         let args = decode_command(&rec.payload).map_err(|e| format!("{} at offset {}: {e}", path.display(), rec.offset))?;
         let shared: &'s Arc<Shared> = self.shared;
-        if let Err(e) = crate::commands::resolve(&args) {
-            return Err(format!(
-                "{} at offset {}: cannot replay '{}': {}",
-                path.display(),
-                rec.offset,
-                String::from_utf8_lossy(&args[0]),
-                String::from_utf8_lossy(e.as_bytes().unwrap_or(b"error"))
-            ));
-        }
         if self.guard.is_none() {
             self.guard = Some(shared.store.lock());
         }
         if rec.db as usize >= self.guard.as_ref().map_or(0, |g| g.dbs.len()) {
             return Err(format!("{} at offset {}: database {} does not exist", path.display(), rec.offset, rec.db));
         }
-        let reply = self.replayer.apply(shared, &mut self.guard, rec.db as usize, &args, rec.wall_ms);
+        let reply = self.replayer.try_apply(shared, &mut self.guard, rec.db as usize, &args, rec.wall_ms).map_err(|e| {
+            format!(
+                "{} at offset {}: cannot replay '{}': {}",
+                path.display(),
+                rec.offset,
+                String::from_utf8_lossy(&args[0]),
+                String::from_utf8_lossy(e.as_bytes().unwrap_or(b"error"))
+            )
+        })?;
         if let Some(store) = self.guard.as_mut() {
             // These effects are already in the log being read.
             store.log.clear();
