@@ -192,8 +192,8 @@ impl Connection {
                     None => return Ok(Step::Close),
                 };
                 // Whoever granted the wait logged the grant; it must be as durable as any other reply.
-                let target = self.shared.aof.durability_target(&mut self.shared.store.lock(), &self.shared);
-                self.need_durable(target);
+                let lsn = self.shared.commit_log(&mut self.shared.store.lock());
+                self.need_durable(self.shared.aof.durability_target(&self.shared, lsn, true));
                 self.push_reply(&reply);
             }
             if let Step::Close = step {
@@ -214,8 +214,9 @@ impl Connection {
         let outcome = self.run_some_locked(&shared, batch, &mut guard);
         // Still under the lock: the batch's writes enter the log in execution order.
         if let Some(store) = guard.as_mut() {
-            let target = shared.aof.durability_target(store, &shared);
-            self.need_durable(target);
+            let wrote = !store.log.is_empty();
+            let lsn = shared.commit_log(store);
+            self.need_durable(shared.aof.durability_target(&shared, lsn, wrote));
         }
         outcome
     }
@@ -357,7 +358,7 @@ impl Connection {
 
     async fn flush(&mut self) -> std::io::Result<()> {
         if let Some(lsn) = self.durable_before_reply.take() {
-            self.shared.aof.wait_synced(lsn).await;
+            self.shared.aof.wait_synced(&self.shared, lsn).await;
         }
         if self.outbuf.is_empty() {
             return Ok(());

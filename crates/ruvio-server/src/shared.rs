@@ -64,7 +64,9 @@ pub struct Shared {
     pub lock_timer: Notify,
     /// The port actually bound (differs from the config's when it asked for port 0).
     pub bound_port: AtomicU64,
-    /// Persistence: the write log's queue, durability progress and status.
+    /// The write log: LSNs, the backlog its consumers read, durability per LSN.
+    pub journal: crate::journal::Journal,
+    /// Persistence (a consumer of the journal): the log writer, compaction, status.
     pub aof: crate::persistence::Aof,
 }
 
@@ -77,11 +79,20 @@ impl Shared {
         }
     }
 
+    /// Numbers the writes staged in `store.log` in the journal and tells its consumers. Under the store lock (the
+    /// `&mut Store`), so LSN order is execution order. Returns the last LSN.
+    pub fn commit_log(&self, store: &mut Store) -> u64 {
+        let (last, open_bytes) = self.journal.commit(store);
+        self.aof.committed(open_bytes);
+        last
+    }
+
     pub fn new(config: Config) -> Arc<Self> {
         use rand::Rng;
         let mut rng = rand::thread_rng();
         let run_id: String = (0..40).map(|_| format!("{:x}", rng.gen_range(0..16u8))).collect();
         let databases = config.databases;
+        let backlog = config.repl_backlog_size as usize;
         Arc::new(Shared {
             config: RwLock::new(config),
             store: Mutex::new(Store::new(databases)),
@@ -95,6 +106,7 @@ impl Shared {
             loading: AtomicBool::new(false),
             lock_timer: Notify::new(),
             bound_port: AtomicU64::new(0),
+            journal: crate::journal::Journal::new(backlog),
             aof: crate::persistence::Aof::default(),
         })
     }

@@ -31,7 +31,7 @@ impl Workers {
                 let at_park = shared.clone();
                 let built = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
-                    .on_thread_park(move || at_park.aof.before_park())
+                    .on_thread_park(move || at_park.aof.before_park(&at_park))
                     .build();
                 let rt = match built {
                     Ok(rt) => rt,

@@ -1,9 +1,10 @@
 //! Durability: the append-only log, snapshots (compaction), start-up loading and the token reservation.
 //!
 //! - [`format`]: file header and record framing (length + CRC32). [`manifest`]: which files make up the data.
-//! - [`Aof::commit`] (under the store lock) moves `store.log` into an in-memory queue, numbering records with log
-//!   sequence numbers (LSN) in execution order; [`writer`]'s thread writes and fsyncs them per `appendfsync` and
-//!   publishes the last durable LSN, which connections wait for under `always` before replying (group commit).
+//! - Persistence is one consumer of the journal (`crate::journal`, which numbers the records and keeps the
+//!   backlog): [`writer`] reads the journal's records from its own cursor, writes and fsyncs them per
+//!   `appendfsync` and publishes the last fsynced LSN to the journal's durability tracking, which connections wait
+//!   for under `always` before replying (group commit).
 //! - [`loader`]: snapshot + log replay at start-up; [`rewrite`]: compaction without stalling clients;
 //!   [`check`]: `ruvio check-aof`; [`tokens`]: the fsynced token reservation.
 //!
@@ -25,8 +26,6 @@ use std::sync::Arc;
 use parking_lot::{Condvar, Mutex};
 
 use crate::shared::Shared;
-use crate::store::Store;
-use format::{encode_command, encode_record, RecordKind};
 
 /// How many times in a row an I/O worker polls its sockets once more before it commits a group (`before_park`).
 const EXTRA_POLLS: u32 = 8;
@@ -34,19 +33,12 @@ const EXTRA_POLLS: u32 = 8;
 /// Queued bytes that wake the writer even when commits do not (everysec/no).
 const WAKE_AT_BYTES: usize = 256 * 1024;
 
-/// Work for the writer thread, in LSN order.
+/// Work for the writer, in LSN order.
 pub(crate) enum Chunk {
-    /// Encoded records; `last_lsn` is the LSN of the last one.
-    Data { bytes: Vec<u8>, last_lsn: u64 },
+    /// Encoded records (a journal segment); `last_lsn` is the LSN of the last one.
+    Data { bytes: bytes::Bytes, last_lsn: u64 },
     /// Start a new log file (generation `gen`) for the records that follow: compaction began.
     Rotate { gen: u64, first_lsn: u64 },
-}
-
-#[derive(Default)]
-pub(crate) struct Pending {
-    pub chunks: VecDeque<Chunk>,
-    pub next_lsn: u64,
-    pub shutdown: bool,
 }
 
 /// Figures for INFO `persistence`.
@@ -76,15 +68,12 @@ pub struct PersistStats {
 /// and status.
 pub struct Aof {
     enabled: AtomicBool,
-    pub(crate) pending: Mutex<Pending>,
+    /// The writer thread sleeps on `wake` (with `wake_lock`) until records or a shutdown arrive.
+    pub(crate) wake_lock: Mutex<()>,
     pub(crate) wake: Condvar,
-    /// LSN of the last record handed to the writer.
-    assigned: AtomicU64,
-    /// LSN of the last record known to be fsynced.
-    synced: AtomicU64,
-    /// Connections waiting for an LSN to be fsynced. Each publish wakes only those it satisfies (a broadcast would
-    /// wake every waiting client on every fsync).
-    sync_waiters: Mutex<Vec<(u64, tokio::sync::oneshot::Sender<()>)>>,
+    pub(crate) shutdown: AtomicBool,
+    /// Log rotations compaction asked for, `(generation, first LSN of the new file)`, oldest first.
+    pub(crate) rotations: Mutex<VecDeque<(u64, u64)>>,
     /// LSN of the last record written (maybe not fsynced).
     pub(crate) written: AtomicU64,
     /// Why the last write or fsync failed, while it is failing: write commands get `-MISCONF`.
@@ -117,11 +106,10 @@ impl Default for Aof {
     fn default() -> Self {
         Aof {
             enabled: AtomicBool::new(false),
-            pending: Mutex::new(Pending { next_lsn: 1, ..Default::default() }),
+            wake_lock: Mutex::new(()),
             wake: Condvar::new(),
-            assigned: AtomicU64::new(0),
-            synced: AtomicU64::new(0),
-            sync_waiters: Mutex::new(Vec::new()),
+            shutdown: AtomicBool::new(false),
+            rotations: Mutex::new(VecDeque::new()),
             written: AtomicU64::new(0),
             error: Mutex::new(None),
             has_error: AtomicBool::new(false),
@@ -144,46 +132,23 @@ impl Aof {
         self.enabled.load(Ordering::Acquire)
     }
 
-    /// Moves the store's write log into the writer's queue, numbering the records. Call with the store lock held
-    /// (the `&mut Store` guarantees it), so LSN order is execution order. Returns the last assigned LSN.
-    pub fn commit(&self, store: &mut Store) -> u64 {
-        // With the log off, records (if anything else enabled them, e.g. replication) are not ours to take.
-        if store.log.is_empty() || !self.enabled() {
-            return self.assigned.load(Ordering::Acquire);
+    /// After the journal committed records (`open_bytes` of them not yet handed to a consumer): under `always`
+    /// the next I/O worker to go idle writes them as a group ([`Aof::before_park`]); otherwise the writer thread
+    /// comes round by itself, or at once when much is waiting.
+    pub fn committed(&self, open_bytes: usize) {
+        if open_bytes == 0 || !self.enabled() {
+            return;
         }
-        let wall = crate::clock::wall_ms();
-        let mut p = self.pending.lock();
-        let first = p.next_lsn;
-        let n = store.log.len() as u64;
-        p.next_lsn += n;
-        let last = first + n - 1;
-        {
-            let bytes = match p.chunks.back_mut() {
-                Some(Chunk::Data { bytes, last_lsn }) => {
-                    *last_lsn = last;
-                    bytes
-                }
-                _ => {
-                    p.chunks.push_back(Chunk::Data { bytes: Vec::with_capacity(4096), last_lsn: last });
-                    match p.chunks.back_mut() {
-                        Some(Chunk::Data { bytes, .. }) => bytes,
-                        _ => unreachable!("just pushed"),
-                    }
-                }
-            };
-            for (i, rec) in store.log.drain(..).enumerate() {
-                encode_record(bytes, first + i as u64, wall, rec.db as u32, RecordKind::Command, |o| encode_command(o, &rec.args));
-            }
-        }
-        self.assigned.store(last, Ordering::Release);
-        let big = matches!(p.chunks.back(), Some(Chunk::Data { bytes, .. }) if bytes.len() >= WAKE_AT_BYTES);
-        drop(p);
-        if big {
-            self.wake.notify_one();
+        if open_bytes >= WAKE_AT_BYTES {
+            self.wake_writer();
         } else if self.group_at_park.load(Ordering::Relaxed) {
             self.kick_pending.store(true, Ordering::Release);
         }
-        last
+    }
+
+    pub(crate) fn wake_writer(&self) {
+        let _g = self.wake_lock.lock();
+        self.wake.notify_one();
     }
 
     /// Called by each I/O worker when it has nothing left to run, just before it sleeps (Redis's `beforeSleep`):
@@ -200,7 +165,7 @@ impl Aof {
     /// so clients that never stop writing cannot hold a group back. (Polling without sleeping when a park
     /// hook leaves work is what tokio 1.54, the workspace's minimum, does; a tokio without it would run the empty
     /// task and come back here with nothing new, so the worker would just commit one park later.)
-    pub fn before_park(&self) {
+    pub fn before_park(&self, shared: &Shared) {
         thread_local! {
             /// `assigned` when this worker last came here, and how many extra polls it made since its last commit.
             static SEEN: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((0, 0)) };
@@ -208,7 +173,7 @@ impl Aof {
         if !self.kick_pending.load(Ordering::Relaxed) {
             return;
         }
-        let assigned = self.assigned();
+        let assigned = shared.journal.last_lsn();
         let (seen, polls) = SEEN.get();
         if seen != assigned && polls < EXTRA_POLLS {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
@@ -222,73 +187,33 @@ impl Aof {
             return;
         }
         match self.log_writer.lock().as_mut() {
-            Some(w) => w.commit_turn(),
-            None => {
-                self.wake.notify_one();
-            }
+            Some(w) => w.commit_turn(shared),
+            None => self.wake_writer(),
         }
     }
 
-    pub fn assigned(&self) -> u64 {
-        self.assigned.load(Ordering::Acquire)
-    }
-
-    pub fn synced(&self) -> u64 {
-        self.synced.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn publish_synced(&self, lsn: u64) {
-        if self.synced.fetch_max(lsn, Ordering::AcqRel) >= lsn {
-            return;
-        }
-        let mut waiters = self.sync_waiters.lock();
-        let synced = self.synced();
-        let mut i = 0;
-        while i < waiters.len() {
-            if waiters[i].0 <= synced {
-                let (_, tx) = waiters.swap_remove(i);
-                let _ = tx.send(());
-            } else {
-                i += 1;
-            }
-        }
-    }
-
-    /// Under `appendfsync always`, the LSN a batch must see fsynced before its replies leave: its own writes, or,
-    /// for a batch that only read, whatever it may have seen (unless the disk is failing: reads go on then).
-    pub fn durability_target(&self, store: &mut Store, shared: &Shared) -> Option<u64> {
-        if !self.enabled() {
+    /// Under `appendfsync always`, the LSN a batch must see fsynced before its replies leave: `lsn`, the last one
+    /// committed when the batch ended, whether the batch wrote it or only may have seen it (unless the disk is
+    /// failing: reads go on then).
+    pub fn durability_target(&self, shared: &Shared, lsn: u64, wrote: bool) -> Option<u64> {
+        if !self.enabled() || shared.config.read().appendfsync != crate::config::AppendFsync::Always {
             return None;
         }
-        if shared.config.read().appendfsync != crate::config::AppendFsync::Always {
-            self.commit(store);
-            return None;
-        }
-        let wrote = !store.log.is_empty();
-        let lsn = self.commit(store);
-        if lsn <= self.synced() || (!wrote && self.has_error()) {
+        if lsn <= shared.journal.durability.local() || (!wrote && self.has_error()) {
             return None;
         }
         Some(lsn)
     }
 
-    /// Waits until `lsn` is fsynced.
-    pub async fn wait_synced(&self, lsn: u64) {
-        if self.synced() >= lsn {
+    /// Waits until `lsn` is fsynced here.
+    pub async fn wait_synced(&self, shared: &Shared, lsn: u64) {
+        let durability = &shared.journal.durability;
+        if durability.local() >= lsn {
             return;
         }
-        let (tx, rx) = tokio::sync::oneshot::channel();
         // Whoever committed `lsn`, this worker commits the group when it next goes idle.
         self.kick_pending.store(true, Ordering::Release);
-        {
-            let mut waiters = self.sync_waiters.lock();
-            // Checked again under the lock a publisher takes after raising `synced`, so no wake-up is missed.
-            if self.synced() >= lsn {
-                return;
-            }
-            waiters.push((lsn, tx));
-        }
-        let _ = rx.await;
+        durability.wait(crate::journal::Need { lsn, replicas: 0 }).await;
     }
 
     pub fn has_error(&self) -> bool {
@@ -318,15 +243,13 @@ impl Aof {
 
     /// Stops the writer after it wrote and fsynced everything committed so far (graceful shutdown).
     pub fn shutdown(&self, shared: &Shared) {
-        self.commit(&mut shared.store.lock());
-        self.pending.lock().shutdown = true;
-        self.wake.notify_all();
+        shared.commit_log(&mut shared.store.lock());
+        self.shutdown.store(true, Ordering::Release);
+        self.wake_writer();
         let runtime = self.runtime.lock().take();
         if let Some(rt) = runtime {
             let _ = rt.writer.join();
         }
-        // The writer holds the server's shared state; dropping it ends that cycle.
-        self.log_writer.lock().take();
     }
 }
 
@@ -372,7 +295,7 @@ pub fn open(shared: &Arc<Shared>, loaded: loader::Loaded) -> Result<(), String> 
         removed += store.dbs[db].active_expire(now, crate::keyspace::SEGMENTS);
     }
     store.settle_expired(now);
-    shared.aof.commit(&mut store);
+    shared.commit_log(&mut store);
     if removed > 0 {
         tracing::info!("{removed} keys had expired while the server was down; removed");
     }
@@ -393,7 +316,8 @@ pub fn info_section(shared: &Shared, dirty: u64, tokens: (i64, i64), out: &mut S
     let last_rewrite = gi(&s.last_rewrite_ms);
     let last_rewrite_sec = if last_rewrite < 0 { -1 } else { last_rewrite / 1000 };
     let status = |ok: bool| if ok { "ok" } else { "err" };
-    let pending_lsns = aof.assigned().saturating_sub(aof.synced());
+    let (last_lsn, synced) = (shared.journal.last_lsn(), shared.journal.durability.local());
+    let pending_lsns = last_lsn.saturating_sub(synced);
     let last_fsync = gi(&s.last_fsync_ms);
     let fsync_lag = if pending_lsns == 0 || last_fsync == 0 { 0 } else { (now - last_fsync).max(0) };
     let loading = shared.loading.load(Ordering::Relaxed);
@@ -415,11 +339,11 @@ loading_time_ms:{}\r\nloading_loaded_records:{}\r\nfencing_token_last:{}\r\nfenc
         status(s.last_write_ok.load(Ordering::Relaxed)),
         g(&s.aof_current_size),
         g(&s.aof_base_size),
-        aof.assigned().saturating_sub(aof.written.load(Ordering::Relaxed)),
-        (aof.written.load(Ordering::Relaxed) > aof.synced()) as u8,
+        last_lsn.saturating_sub(aof.written.load(Ordering::Relaxed)),
+        (aof.written.load(Ordering::Relaxed) > synced) as u8,
         g(&s.fsyncs),
-        aof.assigned(),
-        aof.synced(),
+        last_lsn,
+        synced,
         aof.write_error().unwrap_or_default().replace(['\r', '\n'], " "),
         g(&s.load_time_ms),
         g(&s.loaded_records),

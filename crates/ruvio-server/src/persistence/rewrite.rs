@@ -22,7 +22,6 @@ use ruvio_protocol::Value;
 
 use super::format::{encode_record, put_bytes, FileHeader, FileKind, RecordKind};
 use super::manifest;
-use super::Chunk;
 use crate::keyspace::{Data, Entry, SEGMENTS};
 use crate::shared::Shared;
 
@@ -89,10 +88,12 @@ fn run(shared: &Arc<Shared>) -> Result<(), String> {
     // The instant of the snapshot: everything up to LSN `lsn` is in it, everything after goes to the new log file.
     let (lsn, databases) = {
         let mut store = shared.store.lock();
-        let lsn = aof.commit(&mut store);
+        let lsn = shared.commit_log(&mut store);
         if enabled {
-            aof.pending.lock().chunks.push_back(Chunk::Rotate { gen, first_lsn: lsn + 1 });
-            aof.wake.notify_one();
+            // The new file starts exactly after `lsn`: later records go to a segment of their own.
+            shared.journal.seal();
+            aof.rotations.lock().push_back((gen, lsn + 1));
+            aof.wake_writer();
         }
         for db in store.dbs.iter_mut() {
             db.begin_capture();

@@ -33,6 +33,7 @@ use super::loader::Loaded;
 use super::manifest::{self, Manifest};
 use super::tokens::Reservation;
 use super::{Chunk, Runtime};
+use crate::journal::ConsumerId;
 use crate::config::AppendFsync;
 use crate::shared::Shared;
 
@@ -61,11 +62,12 @@ struct LogFile {
 struct Segment {
     start: u64,
     last_lsn: u64,
-    bytes: Vec<u8>,
+    bytes: bytes::Bytes,
 }
 
 pub(crate) struct Writer {
-    shared: Arc<Shared>,
+    /// This writer's cursor in the journal (a consumer that holds records until it has read them).
+    cursor: ConsumerId,
     dir: PathBuf,
     appendfilename: String,
     file: Option<LogFile>,
@@ -85,10 +87,8 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
         (c.dir.clone(), c.appendfilename.clone(), c.appendonly)
     };
     let aof = &shared.aof;
-    aof.pending.lock().next_lsn = loaded.next_lsn;
-    aof.assigned.store(loaded.next_lsn - 1, Ordering::Release);
+    shared.journal.start_after(loaded.next_lsn - 1);
     aof.written.store(loaded.next_lsn - 1, Ordering::Release);
-    aof.publish_synced(loaded.next_lsn - 1);
     let mut m = loaded.manifest.clone();
     let mut file = None;
     let mut other = loaded.total_size;
@@ -119,12 +119,13 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
     // and listing it), so a new file never lands on an existing one.
     aof.gen_alloc.store(next_free_gen(&dir, &name, &m) - 1, Ordering::Release);
     *aof.manifest.lock() = m;
+    let cursor = shared.journal.subscribe(loaded.next_lsn, true).map_err(|e| format!("the journal refused the log writer: {e:?}"))?;
     if enabled {
         shared.store.lock().log_enabled = true;
     }
     aof.enabled.store(enabled, Ordering::Release);
     let w = Writer {
-        shared: shared.clone(),
+        cursor,
         dir,
         appendfilename: name,
         file,
@@ -168,8 +169,9 @@ fn run(shared: &Arc<Shared>, reservation: &Reservation) {
         // couple of milliseconds instead, sparing a thread wake-up per write.
         aof.group_at_park.store(policy == AppendFsync::Always, Ordering::Relaxed);
         {
-            let mut p = aof.pending.lock();
-            if p.chunks.is_empty() && !p.shutdown {
+            let mut g = aof.wake_lock.lock();
+            let idle = shared.journal.last_lsn() <= aof.written.load(Ordering::Acquire) && aof.rotations.lock().is_empty();
+            if idle && !aof.shutdown.load(Ordering::Acquire) {
                 let failing = aof.has_error();
                 let wait = if failing {
                     Duration::from_millis(5)
@@ -178,13 +180,13 @@ fn run(shared: &Arc<Shared>, reservation: &Reservation) {
                 } else {
                     LAZY_WRITE_EVERY
                 };
-                aof.wake.wait_for(&mut p, wait);
+                aof.wake.wait_for(&mut g, wait);
             }
         }
         if last_drain.elapsed() >= DRAIN_EVERY {
             last_drain = Instant::now();
             if let Some(mut store) = shared.store.try_lock() {
-                aof.commit(&mut store);
+                shared.commit_log(&mut store);
             }
         }
         if last_token_check.elapsed() >= TOKEN_CHECK_EVERY {
@@ -193,7 +195,7 @@ fn run(shared: &Arc<Shared>, reservation: &Reservation) {
         }
         let mut guard = aof.log_writer.lock();
         let Some(w) = guard.as_mut() else { return };
-        match w.turn(policy) {
+        match w.turn(shared, policy) {
             Turn::Go => {}
             Turn::Stop => return,
             Turn::Idle => {
@@ -226,24 +228,48 @@ enum Turn {
 }
 
 impl Writer {
-    /// Moves the committed records into the writer's own queue. Only with the writer locked, so records are written
-    /// in the order they were committed. Returns whether the server is shutting down.
-    fn take_pending(&mut self) -> bool {
-        let mut p = self.shared.aof.pending.lock();
-        self.queue.extend(p.chunks.drain(..));
-        p.shutdown
+    /// Moves the records committed since the last call from the journal into the writer's own queue, with the log
+    /// rotations compaction asked for at their places. Only with the writer locked, so records are written in LSN
+    /// order. Returns whether the server is shutting down.
+    fn take_pending(&mut self, shared: &Shared) -> bool {
+        // Shutdown is read first: everything committed before it was set is read below.
+        let shutdown = shared.aof.shutdown.load(Ordering::Acquire);
+        let segments = shared.journal.read(self.cursor).expect("the log writer holds its records in the journal");
+        // Rotations are read after the records: compaction registers one (under the store lock) before any record
+        // of the new file can be committed, so every record read here that belongs after it finds it listed.
+        let mut rotations = shared.aof.rotations.lock();
+        for seg in segments {
+            while let Some(&(gen, first_lsn)) = rotations.front() {
+                if first_lsn > seg.first_lsn {
+                    break;
+                }
+                self.queue.push_back(Chunk::Rotate { gen, first_lsn });
+                rotations.pop_front();
+            }
+            self.queue.push_back(Chunk::Data { bytes: seg.bytes, last_lsn: seg.last_lsn });
+        }
+        // A rotation at the very end (nothing committed after it yet) starts its file now.
+        let next = shared.journal.position(self.cursor);
+        while let Some(&(gen, first_lsn)) = rotations.front() {
+            if first_lsn > next {
+                break;
+            }
+            self.queue.push_back(Chunk::Rotate { gen, first_lsn });
+            rotations.pop_front();
+        }
+        shutdown
     }
 
     /// One round of the writer thread.
-    fn turn(&mut self, policy: AppendFsync) -> Turn {
-        let shutdown = self.take_pending();
+    fn turn(&mut self, shared: &Arc<Shared>, policy: AppendFsync) -> Turn {
+        let shutdown = self.take_pending(shared);
         let retry_due = self.failing_since.map_or(true, |t| t.elapsed() >= RETRY_EVERY);
-        if retry_due && self.write_queue(policy) {
-            self.sync_per_policy(policy, shutdown);
+        if retry_due && self.write_queue(shared, policy) {
+            self.sync_per_policy(shared, policy, shutdown);
         }
-        self.update_sizes();
-        let aof = &self.shared.aof;
-        if shutdown && self.queue.is_empty() && (aof.synced() >= self.written_lsn || self.file.is_none()) {
+        self.update_sizes(shared);
+        let synced = shared.journal.durability.local();
+        if shutdown && self.queue.is_empty() && (synced >= self.written_lsn || self.file.is_none()) {
             self.cut_preallocated();
             return Turn::Stop;
         }
@@ -251,7 +277,7 @@ impl Writer {
             tracing::error!("shutting down with records the disk refused to take");
             return Turn::Stop;
         }
-        self.maybe_auto_rewrite();
+        self.maybe_auto_rewrite(shared);
         if !self.queue.is_empty() && self.failing_since.is_some() {
             return Turn::Idle;
         }
@@ -260,31 +286,31 @@ impl Writer {
 
     /// Group commit on an I/O worker about to sleep (`appendfsync always`): writes and fsyncs everything committed
     /// so far. While the log is failing, the writer thread's retries take over.
-    pub(crate) fn commit_turn(&mut self) {
-        let policy = self.shared.config.read().appendfsync;
+    pub(crate) fn commit_turn(&mut self, shared: &Shared) {
+        let policy = shared.config.read().appendfsync;
         if policy != AppendFsync::Always || self.failing_since.is_some() {
-            self.shared.aof.wake.notify_one();
+            shared.aof.wake_writer();
             return;
         }
         // At shutdown the writer thread finishes (`Aof::shutdown` wakes it).
-        self.take_pending();
-        if self.write_queue(policy) {
-            self.sync_per_policy(policy, false);
+        self.take_pending(shared);
+        if self.write_queue(shared, policy) {
+            self.sync_per_policy(shared, policy, false);
         }
     }
 
-    fn fail(&mut self, what: &str, e: std::io::Error) {
+    fn fail(&mut self, shared: &Shared, what: &str, e: std::io::Error) {
         self.failing_since = Some(Instant::now());
         let reason = match e.raw_os_error() {
             Some(libc::ENOSPC) => "No space left on device".to_string(),
             _ => format!("{what}: {e}"),
         };
-        self.shared.aof.set_error(Some(reason));
+        shared.aof.set_error(Some(reason));
     }
 
     /// Drops the copies of bytes an fsync has confirmed.
-    fn forget_synced(&mut self) {
-        let synced = self.shared.aof.synced();
+    fn forget_synced(&mut self, shared: &Shared) {
+        let synced = shared.journal.durability.local();
         if let Some(lf) = self.file.as_mut() {
             while lf.unsynced.front().is_some_and(|s| s.last_lsn <= synced) {
                 lf.unsynced.pop_front();
@@ -294,8 +320,8 @@ impl Writer {
 
     /// After a failed fsync the page cache cannot be trusted: everything not confirmed is written again, at the
     /// same offsets, before any further fsync may confirm it.
-    fn fsync_failed(&mut self, e: std::io::Error) {
-        self.forget_synced();
+    fn fsync_failed(&mut self, shared: &Shared, e: std::io::Error) {
+        self.forget_synced(shared);
         if let Some(lf) = self.file.as_mut() {
             let again = std::mem::take(&mut lf.unsynced);
             if let Some(first) = again.front() {
@@ -307,11 +333,11 @@ impl Writer {
                 self.queue.push_front(Chunk::Data { bytes: seg.bytes, last_lsn: seg.last_lsn });
             }
         }
-        self.fail("fsync", e);
+        self.fail(shared, "fsync", e);
     }
 
     /// Writes queued chunks in order; false if one failed (it stays queued for the retry).
-    fn write_queue(&mut self, policy: AppendFsync) -> bool {
+    fn write_queue(&mut self, shared: &Shared, policy: AppendFsync) -> bool {
         while let Some(chunk) = self.queue.front() {
             match chunk {
                 Chunk::Data { bytes, last_lsn } => {
@@ -328,7 +354,7 @@ impl Writer {
                             // Drop whatever part made it, so the file never holds a half record before good ones.
                             let _ = lf.file.set_len(lf.write_off);
                             lf.allocated = lf.write_off;
-                            self.fail("write", e);
+                            self.fail(shared, "write", e);
                             return false;
                         }
                         let start = lf.write_off;
@@ -343,12 +369,12 @@ impl Writer {
                         self.queue.pop_front();
                     }
                     self.written_lsn = last_lsn;
-                    self.shared.aof.written.store(last_lsn, Ordering::Release);
+                    shared.aof.written.store(last_lsn, Ordering::Release);
                 }
                 Chunk::Rotate { gen, first_lsn } => {
                     let (gen, first_lsn) = (*gen, *first_lsn);
-                    if let Err(e) = self.rotate(gen, first_lsn) {
-                        self.fail("starting a new log file", e);
+                    if let Err(e) = self.rotate(shared, gen, first_lsn) {
+                        self.fail(shared, "starting a new log file", e);
                         return false;
                     }
                     self.queue.pop_front();
@@ -359,17 +385,17 @@ impl Writer {
     }
 
     /// Finishes the current log file (fsynced) and continues in a new one, listed in the manifest.
-    fn rotate(&mut self, gen: u64, first_lsn: u64) -> std::io::Result<()> {
+    fn rotate(&mut self, shared: &Shared, gen: u64, first_lsn: u64) -> std::io::Result<()> {
         if let Some(lf) = self.file.as_mut() {
             lf.file.set_len(lf.write_off)?;
             lf.file.sync_data()?;
             lf.unsynced.clear();
-            self.shared.aof.publish_synced(self.written_lsn);
+            shared.journal.durability.publish_local(self.written_lsn);
             let fname = manifest::incr_name(&self.appendfilename, gen);
             let path = self.dir.join(&fname);
             create_log_file(&path, first_lsn)?;
             let file = OpenOptions::new().write(true).open(&path)?;
-            let mut m = self.shared.aof.manifest.lock();
+            let mut m = shared.aof.manifest.lock();
             let mut next: Manifest = m.clone();
             next.incrs.push(fname);
             next.write(&manifest::path(&self.dir, &self.appendfilename))?;
@@ -378,17 +404,18 @@ impl Writer {
             let file = Arc::new(file);
             *lf = LogFile { file, write_off: HEADER_LEN as u64, allocated: HEADER_LEN as u64, unsynced: VecDeque::new() };
         }
-        self.shared.aof.rotated_gen.store(gen, Ordering::Release);
+        shared.aof.rotated_gen.store(gen, Ordering::Release);
         Ok(())
     }
 
-    fn sync_per_policy(&mut self, policy: AppendFsync, shutdown: bool) {
-        let aof = &self.shared.aof;
+    fn sync_per_policy(&mut self, shared: &Shared, policy: AppendFsync, shutdown: bool) {
+        let aof = &shared.aof;
+        let durability = &shared.journal.durability;
         let Some(lf) = self.file.as_mut() else {
-            aof.publish_synced(self.written_lsn);
+            durability.publish_local(self.written_lsn);
             return;
         };
-        if self.written_lsn > aof.synced() {
+        if self.written_lsn > durability.local() {
             let due = shutdown
                 || policy == AppendFsync::Always
                 || (policy == AppendFsync::EverySec && self.last_fsync.elapsed() >= Duration::from_secs(1));
@@ -397,12 +424,12 @@ impl Writer {
                     Ok(()) => {
                         lf.unsynced.clear();
                         self.last_fsync = Instant::now();
-                        aof.publish_synced(self.written_lsn);
+                        durability.publish_local(self.written_lsn);
                         aof.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
                         aof.stats.last_fsync_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
                     }
                     Err(e) => {
-                        self.fsync_failed(e);
+                        self.fsync_failed(shared, e);
                         return;
                     }
                 }
@@ -423,10 +450,10 @@ impl Writer {
         }
     }
 
-    fn update_sizes(&mut self) {
-        if self.shared.aof.files_changed.swap(false, Ordering::AcqRel) {
+    fn update_sizes(&mut self, shared: &Shared) {
+        if shared.aof.files_changed.swap(false, Ordering::AcqRel) {
             // A rewrite replaced files: recount everything but the file being appended to.
-            let m = self.shared.aof.manifest.lock().clone();
+            let m = shared.aof.manifest.lock().clone();
             let current = m.incrs.last().cloned();
             self.other_files_size = m
                 .files()
@@ -436,23 +463,23 @@ impl Writer {
                 .sum();
         }
         let cur = self.file.as_ref().map_or(0, |f| f.write_off);
-        self.shared.aof.stats.aof_current_size.store(self.other_files_size + cur, Ordering::Relaxed);
+        shared.aof.stats.aof_current_size.store(self.other_files_size + cur, Ordering::Relaxed);
     }
 
-    fn maybe_auto_rewrite(&mut self) {
+    fn maybe_auto_rewrite(&mut self, shared: &Arc<Shared>) {
         let (pct, min) = {
-            let c = self.shared.config.read();
+            let c = shared.config.read();
             (c.auto_aof_rewrite_percentage, c.auto_aof_rewrite_min_size)
         };
         if pct == 0 || self.file.is_none() || self.failing_since.is_some() {
             return;
         }
-        let stats = &self.shared.aof.stats;
+        let stats = &shared.aof.stats;
         let cur = stats.aof_current_size.load(Ordering::Relaxed);
         let base = stats.aof_base_size.load(Ordering::Relaxed).max(1);
         if cur >= min && cur.saturating_sub(base) * 100 / base >= pct && !stats.rewrite_in_progress.load(Ordering::Relaxed) {
             tracing::info!("starting automatic rewrite of the append-only log ({cur} bytes, {base} after the last rewrite)");
-            let _ = super::rewrite::start(&self.shared);
+            let _ = super::rewrite::start(shared);
         }
     }
 }
