@@ -183,6 +183,10 @@ pub struct ClientState {
     pub close_without_reply: bool,
     /// Replies that go out before the handler's return value (SUBSCRIBE answers once per channel).
     pub extra_replies: Vec<ruvio_protocol::Value>,
+    /// `CLIENT DURABILITY REPLICAS n`: each write is answered once n replicas (and this node) fsynced it.
+    pub durability_replicas: usize,
+    /// Set by PSYNC: the connection becomes a replication link once this command's batch is done.
+    pub handover: Option<crate::replication::primary::PsyncRequest>,
 }
 
 impl ClientState {
@@ -201,6 +205,8 @@ impl ClientState {
             close_after_reply: false,
             close_without_reply: false,
             extra_replies: Vec::new(),
+            durability_replicas: 0,
+            handover: None,
         }
     }
 

@@ -51,6 +51,10 @@ pub struct Config {
     pub appendfilename: String,
     pub auto_aof_rewrite_percentage: u64,
     pub auto_aof_rewrite_min_size: u64,
+    /// `replicaof host port` at start-up (empty: a primary).
+    pub replicaof: String,
+    /// How long a durable write (CLIENT DURABILITY REPLICAS n) waits for its acknowledgements, in ms.
+    pub durability_timeout: u64,
     /// Bytes of recent write-log records kept in memory for consumers that fall behind (replicas resuming).
     pub repl_backlog_size: u64,
     pub aof_load_truncated: bool,
@@ -84,6 +88,8 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             repl_backlog_size: 1024 * 1024,
+            replicaof: String::new(),
+            durability_timeout: 5000,
             aof_load_truncated: true,
             save: String::new(),
             output_normal: OutputLimit { hard: 0, soft: 0, soft_seconds: 0 },
@@ -167,6 +173,17 @@ fn mem_between(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
     Ok(n)
 }
 
+/// `replicaof`: "host port", "no one" or empty.
+fn replicaof_value(v: &str) -> Result<String, String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Ok(String::new()),
+        [no, one] if no.eq_ignore_ascii_case("no") && one.eq_ignore_ascii_case("one") => Ok(String::new()),
+        [host, port] if port.parse::<u16>().is_ok() => Ok(format!("{host} {port}")),
+        _ => Err("argument must be 'host port' or 'no one'".into()),
+    }
+}
+
 /// `save`: pairs of "seconds changes", seconds at least 1 and changes at least 0, or empty (Redis's rule).
 fn save_points(v: &str) -> Result<String, String> {
     let words: Vec<&str> = v.split_whitespace().collect();
@@ -230,6 +247,8 @@ pub static PARAMS: &[Param] = &[
     Param { name: "appendfsync", get: |c| match c.appendfsync { AppendFsync::Always => "always", AppendFsync::EverySec => "everysec", AppendFsync::No => "no" }.into(), set: |c, v| { c.appendfsync = match v.to_ascii_lowercase().as_str() { "always" => AppendFsync::Always, "everysec" => AppendFsync::EverySec, "no" => AppendFsync::No, _ => return Err("argument must be one of always, everysec, no".into()) }; Ok(()) }, mutable: true },
     Param { name: "appendfilename", get: |c| c.appendfilename.clone(), set: |c, v| { c.appendfilename = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "auto-aof-rewrite-percentage", get: |c| c.auto_aof_rewrite_percentage.to_string(), set: |c, v| { c.auto_aof_rewrite_percentage = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
+    Param { name: "replicaof", get: |c| c.replicaof.clone(), set: |c, v| { c.replicaof = replicaof_value(v)?; Ok(()) }, mutable: false },
+    Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "repl-backlog-size", get: |c| c.repl_backlog_size.to_string(), set: |c, v| { c.repl_backlog_size = mem_between(v, 16 * 1024, i64::MAX as u64)?; Ok(()) }, mutable: true },
     Param { name: "auto-aof-rewrite-min-size", get: |c| c.auto_aof_rewrite_min_size.to_string(), set: |c, v| { c.auto_aof_rewrite_min_size = mem(v)?; Ok(()) }, mutable: true },
     Param { name: "aof-load-truncated", get: |c| yes_no(c.aof_load_truncated), set: |c, v| { c.aof_load_truncated = boolean(v)?; Ok(()) }, mutable: true },
@@ -245,7 +264,7 @@ pub static PARAMS: &[Param] = &[
 ];
 
 /// Redis's old names still accepted for a parameter: (alias, name). CONFIG GET answers under whichever it matched.
-pub const ALIASES: &[(&str, &str)] = &[("slave-read-only", "replica-read-only")];
+pub const ALIASES: &[(&str, &str)] = &[("slave-read-only", "replica-read-only"), ("slaveof", "replicaof")];
 
 pub fn find_param(name: &str) -> Option<&'static Param> {
     let lname = name.to_ascii_lowercase();

@@ -41,6 +41,8 @@ pub struct Connection {
     state: ClientState,
     /// Under `appendfsync always`: the LSN that must be fsynced before the buffered replies may leave.
     durable_before_reply: Option<u64>,
+    /// The command whose reply is being waited for (a blocked LEASE), so a durable connection can wait for its grant.
+    blocked_args: Option<Vec<Bytes>>,
 }
 
 enum Step {
@@ -61,6 +63,7 @@ impl Connection {
             parser: RequestParser::new(),
             state: ClientState::new(info, authenticated),
             durable_before_reply: None,
+            blocked_args: None,
         }
     }
 
@@ -68,6 +71,12 @@ impl Connection {
     pub async fn run(mut self) {
         if let Err(e) = self.serve().await {
             tracing::debug!(client = self.state.id(), "connection ended: {e}");
+        }
+        if let Some(req) = self.state.handover.take() {
+            // PSYNC: this connection is a replica's link from now on.
+            self.cleanup();
+            crate::replication::primary::serve(self.shared.clone(), self.stream, req).await;
+            return;
         }
         // Last replies (QUIT's OK, a protocol error) go out, but a client that does not read cannot hold the task.
         if !self.state.info.is_killed() {
@@ -191,6 +200,20 @@ impl Connection {
                     Some(reply) => reply,
                     None => return Ok(Step::Close),
                 };
+                // A grant that waited is as durable as any other write on a durable connection.
+                let args = self.blocked_args.take().unwrap_or_default();
+                let shared = self.shared.clone();
+                let durable = (!args.is_empty()).then(|| self.durable_wait(&shared, &mut None, &args, Some(&reply))).flatten();
+                let reply = match durable {
+                    Some(wait) => {
+                        self.flush().await?;
+                        match self.wait_for(wait).await {
+                            Some(reply) => reply,
+                            None => return Ok(Step::Close),
+                        }
+                    }
+                    None => reply,
+                };
                 // Whoever granted the wait logged the grant; it must be as durable as any other reply.
                 let lsn = self.shared.commit_log(&mut self.shared.store.lock());
                 self.need_durable(self.shared.aof.durability_target(&self.shared, lsn, true));
@@ -246,7 +269,11 @@ impl Connection {
             ran += 1;
             let (reply, block) = self.run_command(shared, &args, guard);
             if let Some(block) = block {
+                self.blocked_args = Some(args);
                 return (Step::Continue, Some(block));
+            }
+            if let Some(wait) = self.durable_wait(shared, guard, &args, reply.as_ref()) {
+                return (Step::Continue, Some(wait));
             }
             for extra in std::mem::take(&mut self.state.extra_replies) {
                 self.push_reply(&extra);
@@ -268,6 +295,19 @@ impl Connection {
             }
         }
         (Step::Continue, None)
+    }
+
+    /// On a durable connection (CLIENT DURABILITY REPLICAS n), a write that logged something is answered only once
+    /// it is fsynced here and on n replicas: the wait for that, with the reply it will give.
+    fn durable_wait<'g>(&self, shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>, args: &[Bytes], reply: Option<&Value>) -> Option<Block> {
+        let n = self.state.durability_replicas;
+        let reply = reply?;
+        if n == 0 || self.state.multi.is_some() || reply.is_error() || !commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE)) {
+            return None;
+        }
+        let store = guard.get_or_insert_with(|| shared.store.lock());
+        let lsn = shared.commit_log(store);
+        Some(crate::replication::durable::wait(shared, self.state.db, lsn, n, args, reply.clone()))
     }
 
     /// Runs one command. `None` means: close the connection without a reply.

@@ -84,6 +84,13 @@ fn execute_resolved<'g>(
             return (Value::error(ERR_LOADING), None);
         }
         if spec.has(flags::WRITE) {
+            if shared.replication.is_replica() {
+                return refuse(caller, client, Value::error(ERR_READONLY));
+            }
+            if client.durability_replicas > 0 && client.multi.is_none() && shared.replication.online_replicas() < client.durability_replicas {
+                // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
+                return refuse(caller, client, Value::error(ERR_NOREPLICAS));
+            }
             if let Some(reason) = shared.aof.write_error() {
                 return refuse(caller, client, misconf(&reason));
             }

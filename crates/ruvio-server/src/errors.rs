@@ -101,3 +101,31 @@ pub fn invalid_expire(command: &str) -> Value {
 pub fn misconf(reason: &str) -> Value {
     Value::error(format!("MISCONF Errors writing to the AOF file: {reason}"))
 }
+
+// Replication (docs/replication.md).
+pub const ERR_READONLY: &str = "READONLY You can't write against a read only replica.";
+pub const ERR_INVALID_PORT: &str = "ERR Invalid master port";
+pub const ERR_VALUE_OUT_OF_RANGE: &str = "ERR value is out of range, must be positive";
+pub const ERR_WAIT_ON_REPLICA: &str = "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.";
+pub const ERR_WAITAOF_ON_REPLICA: &str = "ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.";
+pub const ERR_WAITAOF_NO_AOF: &str = "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
+pub const ERR_PSYNC_FOREIGN: &str = "ERR this is a Ruvio primary: only Ruvio replicas can follow it (PSYNC <replid> <lsn> <epoch> <aof> <port>)";
+pub const ERR_PSYNC_ON_REPLICA: &str = "ERR this node is a replica; replicas of replicas are not supported";
+/// A durable connection asked for more replicas than are connected: refused before the write runs, so retrying is
+/// safe (go-redis does it by itself for NOREPLICAS).
+pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
+pub const ERR_DURABILITY_NO_AOF: &str = "ERR CLIENT DURABILITY REPLICAS needs appendonly yes on this node (a durable write is fsynced here as well)";
+
+/// A durable lock grant that n replicas did not acknowledge in time: taken back through the log.
+pub fn not_durable_grant_undone(replicas: usize, timeout_ms: u64) -> ruvio_protocol::Value {
+    ruvio_protocol::Value::error(format!(
+        "NOTDURABLE the grant was not acknowledged as fsynced by {replicas} replica(s) within {timeout_ms} ms; it was undone and the lock is not held"
+    ))
+}
+
+/// Any other durable write that n replicas did not acknowledge in time: applied here, not rolled back (as WAIT).
+pub fn not_durable_write(replicas: usize, timeout_ms: u64) -> ruvio_protocol::Value {
+    ruvio_protocol::Value::error(format!(
+        "NOTDURABLE the write was applied here but not acknowledged as fsynced by {replicas} replica(s) within {timeout_ms} ms; a failover may lose it"
+    ))
+}

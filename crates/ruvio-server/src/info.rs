@@ -120,8 +120,9 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
     );
 }
 
-fn replication(_ctx: &mut Ctx, out: &mut String) {
-    out.push_str("role:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\nmaster_repl_offset:0\r\n");
+fn replication(ctx: &mut Ctx, out: &mut String) {
+    let epoch = ctx.store().locks.tokens.epoch();
+    crate::replication::info_section(ctx.shared, epoch, out);
 }
 
 fn cpu(_ctx: &mut Ctx, out: &mut String) {

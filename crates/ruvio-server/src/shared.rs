@@ -68,6 +68,8 @@ pub struct Shared {
     pub journal: crate::journal::Journal,
     /// Persistence (a consumer of the journal): the log writer, compaction, status.
     pub aof: crate::persistence::Aof,
+    /// This node's role, its replicas or its primary.
+    pub replication: crate::replication::Replication,
 }
 
 impl Shared {
@@ -108,6 +110,7 @@ impl Shared {
             bound_port: AtomicU64::new(0),
             journal: crate::journal::Journal::new(backlog),
             aof: crate::persistence::Aof::default(),
+            replication: crate::replication::Replication::default(),
         })
     }
 

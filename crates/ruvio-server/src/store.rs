@@ -23,6 +23,8 @@ pub struct Store {
     /// Whether anything consumes `log` (persistence, replication). When nothing does, records are not kept:
     /// an unconsumed log would grow without bound.
     pub log_enabled: bool,
+    /// This node is a replica: its primary's records decide every change, expiries and lock ends included.
+    pub replica: bool,
     /// Keys removed because their deadline passed, found on access, by active expiry or by the lock timer
     /// (INFO `expired_keys`).
     pub expired_keys: u64,
@@ -30,7 +32,14 @@ pub struct Store {
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, expired_keys: 0 }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, replica: false, expired_keys: 0 }
+    }
+
+    /// Who removes expired keys in every database (see [`crate::keyspace::Expiry`]).
+    pub fn set_expiry(&mut self, expiry: crate::keyspace::Expiry) {
+        for db in &mut self.dbs {
+            db.set_expiry(expiry);
+        }
     }
 
     /// Changes made to the data so far, counted by the keyspace's mutators (INFO `rdb_changes_since_last_save`; a

@@ -47,6 +47,7 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", client_help),
     cmd!("no-evict", 3, ADMIN | LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio does not evict.", client_on_off),
     cmd!("no-touch", 3, LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio keeps no access times.", client_on_off),
+    cmd!("durability", -2, FAST | LOADING | STALE, "Reads or sets how many replicas must fsync each write of this connection before it is answered (REPLICAS n).", client_durability),
     cmd!("maint_notifications", -3, LOADING | STALE, "Accepted for compatibility; Ruvio sends no maintenance notifications.", client_ok),
 ];
 
@@ -441,4 +442,26 @@ fn client_on_off(ctx: &mut Ctx) -> Value {
 
 fn client_ok(_ctx: &mut Ctx) -> Value {
     Value::ok()
+}
+
+/// CLIENT DURABILITY [REPLICAS n]: with n > 0 every write of this connection, lock grants included, is answered only
+/// once it is fsynced here and n replicas acknowledged it fsynced (docs/replication.md).
+fn client_durability(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    match args.len() {
+        2 => Value::Array(vec![Value::bulk(Bytes::from_static(b"replicas")), Value::Integer(ctx.client.durability_replicas as i64)]),
+        4 if super::eq_ic(&args[2], "replicas") => {
+            let n = match super::int_arg(&args[3]) {
+                Ok(n) if n >= 0 => n as usize,
+                Ok(_) => return Value::error(crate::errors::ERR_VALUE_OUT_OF_RANGE),
+                Err(e) => return e,
+            };
+            if n > 0 && !ctx.shared.aof.enabled() {
+                return Value::error(crate::errors::ERR_DURABILITY_NO_AOF);
+            }
+            ctx.client.durability_replicas = n;
+            Value::ok()
+        }
+        _ => Value::error(crate::errors::ERR_SYNTAX),
+    }
 }

@@ -4,7 +4,7 @@ use bytes::Bytes;
 use ruvio_protocol::Value;
 
 use super::flags::*;
-use super::{eq_ic, int_arg, CommandSpec, ERR_SYNTAX};
+use super::{eq_ic, CommandSpec, ERR_SYNTAX};
 use crate::config::find_param;
 use crate::context::Ctx;
 use crate::keyspace::glob::glob_match;
@@ -23,7 +23,6 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: COMMAND_SUBCOMMANDS },
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
     cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
-    cmd!("wait", 3, 0, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
     cmd!("cluster", -2, 0, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
     cmd!("readonly", 1, FAST | LOADING | STALE, "Enables read-only queries for a connection to a Redis Cluster replica node (cluster support is disabled).", cluster_disabled),
     cmd!("readwrite", 1, FAST | LOADING | STALE, "Enables read-write queries for a connection to a Reids Cluster replica node (cluster support is disabled).", cluster_disabled),
@@ -154,15 +153,6 @@ fn shutdown(ctx: &mut Ctx) -> Value {
     // Redis closes the connection without a reply on success.
     ctx.client.close_without_reply = true;
     Value::ok()
-}
-
-fn wait(ctx: &mut Ctx) -> Value {
-    match (int_arg(&ctx.args[1]), int_arg(&ctx.args[2])) {
-        (Ok(_), Ok(t)) if t < 0 => Value::error(ERR_TIMEOUT_NEGATIVE),
-        (Ok(_), Ok(_)) => Value::Integer(0),
-        (Err(e), _) => e,
-        (_, Err(_)) => Value::error(ERR_TIMEOUT_NOT_INTEGER),
-    }
 }
 
 fn cluster_disabled(_ctx: &mut Ctx) -> Value {

@@ -69,6 +69,11 @@ impl Durability {
         }
     }
 
+    /// A replica replaced its history with its primary's snapshot: what is fsynced here starts again at `lsn`.
+    pub fn reset_local(&self, lsn: u64) {
+        self.local.store(lsn, Ordering::Release);
+    }
+
     /// Replica `link` reports everything up to `fsynced` on its disk. Acknowledgements never go backwards.
     pub fn publish_replica(&self, link: u64, fsynced: u64) {
         let mut inner = self.inner.lock();

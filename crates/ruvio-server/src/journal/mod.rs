@@ -193,6 +193,45 @@ impl Journal {
         (last, open)
     }
 
+    /// A replica's commit: records its primary already numbered and framed (`first_lsn..=last_lsn`, checked by the
+    /// caller), appended as they are, so this node's LSNs are its primary's. Under the store lock.
+    pub fn append_replicated(&self, _store: &mut Store, bytes: &[u8], first_lsn: u64, last_lsn: u64) -> usize {
+        let mut b = self.backlog.lock();
+        assert_eq!(first_lsn, b.next_lsn, "replicated records out of order");
+        if b.open.is_empty() {
+            b.open_first = first_lsn;
+        }
+        b.open.extend_from_slice(bytes);
+        b.next_lsn = last_lsn + 1;
+        let open = b.open.len();
+        if open >= SEGMENT_BYTES {
+            b.seal();
+            b.trim();
+        }
+        drop(b);
+        self.last_lsn.store(last_lsn, Ordering::Release);
+        if self.async_readers.load(Ordering::Relaxed) > 0 {
+            self.appended.notify_waiters();
+        }
+        open
+    }
+
+    /// A replica loaded its primary's snapshot of LSN `lsn`: its own history is replaced, the next record is
+    /// `lsn + 1`, every consumer continues there and the snapshot counts as durable when `durable`.
+    pub fn reset_after(&self, lsn: u64, durable: bool) {
+        let mut b = self.backlog.lock();
+        b.sealed.clear();
+        b.sealed_bytes = 0;
+        b.open.clear();
+        b.next_lsn = lsn + 1;
+        b.open_first = lsn + 1;
+        for c in b.consumers.iter_mut().flatten() {
+            c.next_lsn = lsn + 1;
+        }
+        self.last_lsn.store(lsn, Ordering::Release);
+        self.durability.reset_local(if durable { lsn } else { 0 });
+    }
+
     /// Ends the open segment, so the next commit starts a new one (persistence starts a new log file there).
     pub fn seal(&self) {
         self.backlog.lock().seal();
@@ -255,9 +294,10 @@ impl Journal {
         self.backlog.lock().consumers[id.0].as_ref().map_or(0, |c| c.next_lsn)
     }
 
-    /// Waits until a commit after this call (async consumers). Register with [`Journal::reader_started`] first.
-    pub async fn appended(&self) {
-        self.appended.notified().await
+    /// A future that completes at the next commit that adds records (async consumers: `enable()` it before reading,
+    /// so a commit in between is not missed). Register with [`Journal::reader_started`] first.
+    pub fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.appended.notified()
     }
 
     /// Tells commits that an async consumer may be waiting in [`Journal::appended`]; undo with `reader_stopped`.

@@ -144,6 +144,19 @@ pub struct Db {
     watched: hashbrown::HashMap<CompactBytes, Vec<Arc<WatchFlag>>>,
     events: Vec<ExpiredKey>,
     capture: Option<Box<Capture>>,
+    expiry: Expiry,
+}
+
+/// Who removes keys whose deadline passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// This database does (on access and actively), and each removal becomes an event the write log records.
+    Active,
+    /// A replica's database serving reads: an expired key reads as absent but stays until the primary's DEL arrives,
+    /// so a primary that extended it in time (EXPIRE, PERSIST) is never contradicted.
+    Hidden,
+    /// A replica applying its primary's records: deadlines are ignored, the primary's order of DELs decides.
+    Ignored,
 }
 
 fn hasher() -> &'static ahash::RandomState {
@@ -206,7 +219,12 @@ impl Db {
             watched: Default::default(),
             events: Vec::new(),
             capture: None,
+            expiry: Expiry::Active,
         }
+    }
+
+    pub fn set_expiry(&mut self, expiry: Expiry) {
+        self.expiry = expiry;
     }
 
     pub fn len(&self) -> usize {
@@ -249,6 +267,9 @@ impl Db {
 
     /// Removes `key` if it is past its deadline; true if it did.
     fn expire_if_due(&mut self, key: &[u8], now: u64) -> bool {
+        if self.expiry != Expiry::Active {
+            return false;
+        }
         let (h, s) = self.find_index(key);
         if self.segments[s].volatile == 0 {
             return false; // nothing in this segment has a deadline: no need to look the key up
@@ -310,7 +331,8 @@ impl Db {
     /// The live entry at `key`.
     pub fn get(&mut self, key: &[u8], now: u64) -> Option<&Entry> {
         self.expire_if_due(key, now);
-        self.peek(key)
+        let hidden = self.expiry == Expiry::Hidden;
+        self.peek(key).filter(|e| !(hidden && e.is_expired(now)))
     }
 
     /// The entry at `key` without expiring it (it may be past its deadline); for inspection only.
@@ -496,7 +518,7 @@ impl Db {
 
     /// Removes expired keys from up to `max_segments` segments that hold volatile keys; returns how many went.
     pub fn active_expire(&mut self, now: u64, max_segments: usize) -> usize {
-        if self.volatile == 0 {
+        if self.volatile == 0 || self.expiry != Expiry::Active {
             return 0;
         }
         let mut removed = 0;

@@ -290,6 +290,13 @@ pub fn after_command(store: &mut Store, now: u64) -> bool {
     std::mem::take(&mut store.locks.wake_timer)
 }
 
+/// Answers every waiting client with `error` (this node became a replica: lock waiters exist only on a primary).
+pub fn fail_all_waiters(store: &mut Store, error: &str) {
+    for waiter in store.locks.take_all_waiters() {
+        let _ = waiter.reply.send(Value::error(error));
+    }
+}
+
 /// After any write: keys of the command that have waiters are looked at again, so a lock replaced by another
 /// value (SET over a lease) answers its waiters (WRONGTYPE) instead of leaving them queued.
 pub fn recheck_waiters<'k>(store: &mut Store, db: usize, keys: impl Iterator<Item = &'k [u8]>) {

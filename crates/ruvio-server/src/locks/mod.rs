@@ -107,6 +107,11 @@ impl Default for LockState {
 }
 
 impl LockState {
+    /// Removes every waiter of every key (oldest first per key).
+    pub fn take_all_waiters(&mut self) -> Vec<Waiter> {
+        self.waiters.iter_mut().flat_map(|m| m.drain().flat_map(|(_, q)| q)).collect()
+    }
+
     /// Every database's fences (index = database), for snapshots.
     pub fn fences(&self) -> &[HashMap<CompactBytes, i64>] {
         &self.fences

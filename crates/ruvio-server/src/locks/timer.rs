@@ -15,7 +15,8 @@ pub async fn run(shared: Arc<Shared>) {
     loop {
         let next = {
             let mut store = shared.store.lock();
-            super::engine::expire_due(&mut store, clock::mono_ms())
+            // A replica's holders end when its primary's records say so.
+            if store.replica { None } else { super::engine::expire_due(&mut store, clock::mono_ms()) }
         };
         let sleep = match next {
             Some(deadline) => Duration::from_millis(deadline.saturating_sub(clock::mono_ms())),

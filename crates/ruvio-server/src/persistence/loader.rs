@@ -92,7 +92,7 @@ pub fn load(shared: &Arc<Shared>) -> Result<Loaded, String> {
 }
 
 /// Loads a snapshot file directly into the store. Returns (its LSN, keys, file size).
-fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), String> {
+pub(crate) fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), String> {
     let mut r = open_reader(path).map_err(|e| format!("opening {}: {e}", path.display()))?.map_err(|e| at(path, &e))?;
     if r.header.kind != FileKind::Snapshot {
         return Err(format!("{} is not a snapshot file", path.display()));

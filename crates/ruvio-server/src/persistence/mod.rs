@@ -74,6 +74,10 @@ pub struct Aof {
     pub(crate) shutdown: AtomicBool,
     /// Log rotations compaction asked for, `(generation, first LSN of the new file)`, oldest first.
     pub(crate) rotations: Mutex<VecDeque<(u64, u64)>>,
+    /// A durable write waits for an fsync: the writer does one now, whatever `appendfsync` says.
+    pub(crate) urgent_fsync: AtomicBool,
+    /// Held while a snapshot is written (the keyspace captures one at a time).
+    pub(crate) capture: Mutex<()>,
     /// LSN of the last record written (maybe not fsynced).
     pub(crate) written: AtomicU64,
     /// Why the last write or fsync failed, while it is failing: write commands get `-MISCONF`.
@@ -110,6 +114,8 @@ impl Default for Aof {
             wake: Condvar::new(),
             shutdown: AtomicBool::new(false),
             rotations: Mutex::new(VecDeque::new()),
+            capture: Mutex::new(()),
+            urgent_fsync: AtomicBool::new(false),
             written: AtomicU64::new(0),
             error: Mutex::new(None),
             has_error: AtomicBool::new(false),
@@ -144,6 +150,12 @@ impl Aof {
         } else if self.group_at_park.load(Ordering::Relaxed) {
             self.kick_pending.store(true, Ordering::Release);
         }
+    }
+
+    /// Asks the writer for an fsync now (a durable write or WAITAOF waits for it), whatever `appendfsync` says.
+    pub fn request_fsync(&self) {
+        self.urgent_fsync.store(true, Ordering::Release);
+        self.wake_writer();
     }
 
     pub(crate) fn wake_writer(&self) {

@@ -64,12 +64,6 @@ fn finish(shared: &Shared, started: Instant, result: Result<(), String>) {
             Value::error(format!("ERR {e}"))
         }
     };
-    {
-        let mut store = shared.store.lock();
-        for db in store.dbs.iter_mut() {
-            db.end_capture();
-        }
-    }
     stats.rewrite_in_progress.store(false, Ordering::Release);
     for w in std::mem::take(&mut *shared.aof.rewrite_waiters.lock()) {
         let _ = w.send(reply.clone());
@@ -84,45 +78,15 @@ fn run(shared: &Arc<Shared>) -> Result<(), String> {
     let aof = &shared.aof;
     let gen = aof.gen_alloc.fetch_add(1, Ordering::AcqRel) + 1;
     let enabled = aof.enabled();
-    let mut buf = Vec::with_capacity(1 << 20);
-    // The instant of the snapshot: everything up to LSN `lsn` is in it, everything after goes to the new log file.
-    let (lsn, databases) = {
-        let mut store = shared.store.lock();
-        let lsn = shared.commit_log(&mut store);
+    let tmp = dir.join(format!("{}.tmp", manifest::base_name(&name, gen)));
+    let (_, size) = snapshot_to(shared, &tmp, |shared, lsn| {
         if enabled {
             // The new file starts exactly after `lsn`: later records go to a segment of their own.
             shared.journal.seal();
-            aof.rotations.lock().push_back((gen, lsn + 1));
-            aof.wake_writer();
+            shared.aof.rotations.lock().push_back((gen, lsn + 1));
+            shared.aof.wake_writer();
         }
-        for db in store.dbs.iter_mut() {
-            db.begin_capture();
-        }
-        let wall = crate::clock::wall_ms();
-        let tokens = &store.locks.tokens;
-        encode_record(&mut buf, lsn, wall, 0, RecordKind::Tokens, |o| {
-            o.extend_from_slice(&tokens.epoch().to_le_bytes());
-            o.extend_from_slice(&tokens.last().to_le_bytes());
-        });
-        for (db, fences) in store.locks.fences().iter().enumerate() {
-            for (k, t) in fences {
-                encode_record(&mut buf, lsn, wall, db as u32, RecordKind::Fence, |o| {
-                    put_bytes(o, k);
-                    o.extend_from_slice(&t.to_le_bytes());
-                });
-            }
-        }
-        (lsn, store.dbs.len())
-    };
-    let tmp = dir.join(format!("{}.tmp", manifest::base_name(&name, gen)));
-    let result = write_snapshot(shared, &tmp, lsn, databases, buf);
-    let size = match result {
-        Ok(size) => size,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
+    })?;
     let base = manifest::base_name(&name, gen);
     std::fs::rename(&tmp, dir.join(&base)).map_err(|e| format!("renaming the snapshot: {e}"))?;
     super::sync_dir(&dir).map_err(|e| format!("syncing {}: {e}", dir.display()))?;
@@ -155,6 +119,52 @@ fn run(shared: &Arc<Shared>) -> Result<(), String> {
     aof.stats.aof_base_size.store(size.max(1), Ordering::Relaxed);
     aof.files_changed.store(true, Ordering::Release);
     Ok(())
+}
+
+/// Writes a snapshot of the data set as of the last committed LSN to `path` (fsynced), without stalling clients:
+/// compaction and a replica's full sync both use it, one at a time. `at_instant` runs under the store lock at the
+/// snapshot's instant with its LSN (compaction starts the next log file there, a replica's stream starts after it).
+/// Returns (the LSN, the file's size).
+pub(crate) fn snapshot_to(shared: &Shared, path: &std::path::Path, at_instant: impl FnOnce(&Shared, u64)) -> Result<(u64, u64), String> {
+    let _one_at_a_time = shared.aof.capture.lock();
+    let mut buf = Vec::with_capacity(1 << 20);
+    let (lsn, databases) = {
+        let mut store = shared.store.lock();
+        let lsn = shared.commit_log(&mut store);
+        at_instant(shared, lsn);
+        for db in store.dbs.iter_mut() {
+            db.begin_capture();
+        }
+        let wall = crate::clock::wall_ms();
+        let tokens = &store.locks.tokens;
+        encode_record(&mut buf, lsn, wall, 0, RecordKind::Tokens, |o| {
+            o.extend_from_slice(&tokens.epoch().to_le_bytes());
+            o.extend_from_slice(&tokens.last().to_le_bytes());
+        });
+        for (db, fences) in store.locks.fences().iter().enumerate() {
+            for (k, t) in fences {
+                encode_record(&mut buf, lsn, wall, db as u32, RecordKind::Fence, |o| {
+                    put_bytes(o, k);
+                    o.extend_from_slice(&t.to_le_bytes());
+                });
+            }
+        }
+        (lsn, store.dbs.len())
+    };
+    let result = write_snapshot(shared, path, lsn, databases, buf);
+    {
+        let mut store = shared.store.lock();
+        for db in store.dbs.iter_mut() {
+            db.end_capture();
+        }
+    }
+    match result {
+        Ok(size) => Ok((lsn, size)),
+        Err(e) => {
+            let _ = std::fs::remove_file(path);
+            Err(e)
+        }
+    }
 }
 
 /// Writes the snapshot file, one chunk of segments per store-lock acquisition. Returns its size.

@@ -143,6 +143,68 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
     Ok(())
 }
 
+/// A replica took its primary's snapshot of LSN `lsn` (`snapshot`, a file in the data folder): with the log on,
+/// it becomes the base, a new log file starts at `lsn + 1` and every older file goes; the journal continues after
+/// `lsn` either way. Done with the writer locked, so no record of the replaced history is written after it.
+pub(crate) fn install_base(shared: &Shared, snapshot: &std::path::Path, lsn: u64) -> Result<(), String> {
+    let aof = &shared.aof;
+    // Compaction replaces files too: wait for a running one to end, and keep the next from starting meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while aof.stats.rewrite_in_progress.swap(true, Ordering::AcqRel) {
+        if Instant::now() > deadline {
+            return Err("a rewrite of the append-only log did not end".into());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let result = install_base_locked(shared, snapshot, lsn);
+    aof.stats.rewrite_in_progress.store(false, Ordering::Release);
+    result
+}
+
+fn install_base_locked(shared: &Shared, snapshot: &std::path::Path, lsn: u64) -> Result<(), String> {
+    let aof = &shared.aof;
+    let mut guard = aof.log_writer.lock();
+    let Some(w) = guard.as_mut() else { return Err("the log writer is not running".into()) };
+    w.queue.clear();
+    aof.rotations.lock().clear();
+    w.written_lsn = lsn;
+    aof.written.store(lsn, Ordering::Release);
+    if w.file.is_none() {
+        let _ = std::fs::remove_file(snapshot);
+        shared.journal.reset_after(lsn, false);
+        return Ok(());
+    }
+    let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
+    let gen = aof.gen_alloc.fetch_add(1, Ordering::AcqRel) + 1;
+    let base = manifest::base_name(&w.appendfilename, gen);
+    let base_size = std::fs::metadata(snapshot).map_err(|e| io("reading the snapshot", e))?.len();
+    std::fs::rename(snapshot, w.dir.join(&base)).map_err(|e| io("renaming the snapshot", e))?;
+    let incr = manifest::incr_name(&w.appendfilename, gen);
+    let incr_path = w.dir.join(&incr);
+    create_log_file(&incr_path, lsn + 1).map_err(|e| io("creating the log file", e))?;
+    let file = OpenOptions::new().write(true).open(&incr_path).map_err(|e| io("opening the log file", e))?;
+    let old: Vec<String> = {
+        let mut m = aof.manifest.lock();
+        let next = Manifest { base: Some(base), incrs: vec![incr] };
+        next.write(&manifest::path(&w.dir, &w.appendfilename)).map_err(|e| io("writing the manifest", e))?;
+        let old = m.files().filter(|f| manifest::gen_of(f) < gen).cloned().collect();
+        *m = next;
+        old
+    };
+    for f in old {
+        if let Err(e) = std::fs::remove_file(w.dir.join(&f)) {
+            tracing::warn!("could not remove the replaced file {f}: {e}");
+        }
+    }
+    w.file = Some(LogFile { file: Arc::new(file), write_off: HEADER_LEN as u64, allocated: HEADER_LEN as u64, unsynced: VecDeque::new() });
+    w.other_files_size = base_size;
+    aof.rotated_gen.store(gen, Ordering::Release);
+    aof.stats.aof_base_size.store(base_size.max(1), Ordering::Relaxed);
+    aof.files_changed.store(true, Ordering::Release);
+    shared.journal.reset_after(lsn, true);
+    Ok(())
+}
+
 /// The lowest generation above the manifest's files and every data file in the folder.
 fn next_free_gen(dir: &std::path::Path, name: &str, m: &Manifest) -> u64 {
     let on_disk = manifest::data_files(dir, name).unwrap_or_default().iter().map(|(f, _)| manifest::gen_of(f)).max().unwrap_or(0);
@@ -170,7 +232,9 @@ fn run(shared: &Arc<Shared>, reservation: &Reservation) {
         aof.group_at_park.store(policy == AppendFsync::Always, Ordering::Relaxed);
         {
             let mut g = aof.wake_lock.lock();
-            let idle = shared.journal.last_lsn() <= aof.written.load(Ordering::Acquire) && aof.rotations.lock().is_empty();
+            let idle = shared.journal.last_lsn() <= aof.written.load(Ordering::Acquire)
+                && aof.rotations.lock().is_empty()
+                && !aof.urgent_fsync.load(Ordering::Acquire);
             if idle && !aof.shutdown.load(Ordering::Acquire) {
                 let failing = aof.has_error();
                 let wait = if failing {
@@ -417,6 +481,7 @@ impl Writer {
         };
         if self.written_lsn > durability.local() {
             let due = shutdown
+                || aof.urgent_fsync.swap(false, Ordering::AcqRel)
                 || policy == AppendFsync::Always
                 || (policy == AppendFsync::EverySec && self.last_fsync.elapsed() >= Duration::from_secs(1));
             if due {

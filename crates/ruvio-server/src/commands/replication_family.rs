@@ -1,0 +1,237 @@
+//! REPLICAOF/SLAVEOF, ROLE, WAIT, WAITAOF, and the replication handshake (PSYNC, REPLCONF). The replication
+//! machinery lives in [`crate::replication`]; docs/replication.md describes it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use ruvio_protocol::Value;
+
+use super::flags::*;
+use super::{eq_ic, int_arg, CommandSpec};
+use crate::context::{Block, Ctx};
+use crate::errors::*;
+use crate::keyspace::Expiry;
+use crate::replication::primary::PsyncRequest;
+use crate::shared::Shared;
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: (0, 0, 0), group: "server", summary: $summary, handler: $handler, subcommands: &[] }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd!("replicaof", 3, ADMIN | NO_MULTI | STALE, "Configures a server as replica of another, or promotes it to a primary.", replicaof),
+    cmd!("slaveof", 3, ADMIN | NO_MULTI | STALE, "Sets a Redis server as a replica of another, or promotes it to being a master.", replicaof),
+    cmd!("role", 1, FAST | LOADING | STALE | NOAUTH, "Returns the replication role.", role),
+    cmd!("wait", 3, 0, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
+    cmd!("waitaof", 4, 0, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.", waitaof),
+    cmd!("psync", -3, ADMIN | NO_MULTI | STALE, "An internal command used in replication.", psync),
+    cmd!("replconf", -1, ADMIN | LOADING | STALE, "An internal command for configuring the replication stream.", replconf),
+];
+
+fn replicaof(ctx: &mut Ctx) -> Value {
+    let (host, port) = (&ctx.args[1], &ctx.args[2]);
+    let shared = ctx.shared;
+    if eq_ic(host, "no") && eq_ic(port, "one") {
+        if !shared.replication.is_replica() {
+            return Value::ok();
+        }
+        promote(shared, ctx.store());
+        return Value::ok();
+    }
+    let port = match int_arg(port) {
+        Ok(p) if (0..=65535).contains(&p) => p as u16,
+        _ => return Value::error(ERR_INVALID_PORT),
+    };
+    let host = String::from_utf8_lossy(host).into_owned();
+    if shared.replication.upstream().is_some_and(|u| u.host == host && u.port == port) {
+        return Value::simple("OK Already connected to specified master");
+    }
+    follow(shared, ctx.store(), host, port);
+    Value::ok()
+}
+
+/// Starts following `host:port`: client writes are refused from now on, and only the primary's records change
+/// the data (no expiry, no lock timer here).
+pub fn follow(shared: &Arc<Shared>, store: &mut crate::store::Store, host: String, port: u16) {
+    tracing::info!("Connecting to PRIMARY {host}:{port}");
+    let generation = shared.replication.follow(host, port);
+    store.replica = true;
+    store.log_enabled = true;
+    store.set_expiry(Expiry::Hidden);
+    // Lock waiters exist only on a primary: they are told, not left hanging.
+    crate::locks::engine::fail_all_waiters(store, ERR_READONLY);
+    tokio::spawn(crate::replication::replica::run(shared.clone(), generation));
+}
+
+/// REPLICAOF NO ONE: this node becomes a primary in a new epoch, so its tokens exceed every token the old primary
+/// issued; a new replication id starts its history (replicas of the old primary resync).
+fn promote(shared: &Arc<Shared>, store: &mut crate::store::Store) {
+    shared.replication.stop_following();
+    store.replica = false;
+    store.set_expiry(Expiry::Active);
+    let epoch = store.locks.tokens.epoch() + 1;
+    store.locks.tokens.set_epoch(epoch);
+    shared.replication.set_replid(crate::replication::new_replid());
+    tracing::warn!("promoted to primary (REPLICAOF NO ONE): failover epoch {epoch}");
+}
+
+fn role(ctx: &mut Ctx) -> Value {
+    let shared = ctx.shared;
+    let b = |s: String| Value::bulk(Bytes::from(s));
+    match shared.replication.upstream() {
+        Some(u) => Value::Array(vec![
+            b("slave".into()),
+            b(u.host),
+            Value::Integer(u.port as i64),
+            b(u.state.into()),
+            Value::Integer(shared.journal.last_lsn() as i64),
+        ]),
+        None => {
+            let replicas = shared
+                .replication
+                .downstream()
+                .into_iter()
+                .filter(|d| d.state == "online")
+                .map(|d| Value::Array(vec![b(d.ip), b(d.port.to_string()), b(d.received.to_string())]))
+                .collect();
+            Value::Array(vec![b("master".into()), Value::Integer(shared.journal.last_lsn() as i64), Value::Array(replicas)])
+        }
+    }
+}
+
+fn timeout_arg(a: &[u8]) -> Result<u64, Value> {
+    match int_arg(a) {
+        Ok(t) if t < 0 => Err(Value::error(ERR_TIMEOUT_NEGATIVE)),
+        Ok(t) => Ok(t as u64),
+        Err(_) => Err(Value::error(ERR_TIMEOUT_NOT_INTEGER)),
+    }
+}
+
+/// WAIT numreplicas timeout: replicas that received everything this node logged so far (the caller's writes
+/// included). The reply is the count reached, also after the timeout (0 = wait forever); nothing is undone.
+fn wait(ctx: &mut Ctx) -> Value {
+    let n = match int_arg(&ctx.args[1]) {
+        Ok(n) => n.max(0) as usize,
+        Err(e) => return e,
+    };
+    let timeout = match timeout_arg(&ctx.args[2]) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    if ctx.shared.replication.is_replica() {
+        return Value::error(ERR_WAIT_ON_REPLICA);
+    }
+    let lsn = ctx.shared.commit_log(ctx.store());
+    let count = move |s: &Shared| s.replication.downstream().iter().filter(|d| d.received >= lsn).count();
+    block_until(ctx, timeout, move |s| {
+        let c = count(s);
+        (c >= n).then_some(Value::Integer(c as i64))
+    }, move |s| Value::Integer(count(s) as i64))
+}
+
+/// WAITAOF numlocal numreplicas timeout: `[1 if fsynced here, replicas that fsynced it]` (only replicas with
+/// appendonly count).
+fn waitaof(ctx: &mut Ctx) -> Value {
+    let (local, n) = match (int_arg(&ctx.args[1]), int_arg(&ctx.args[2])) {
+        (Ok(l), Ok(n)) if l >= 0 && n >= 0 => (l, n as usize),
+        (Ok(_), Ok(_)) => return Value::error(ERR_VALUE_OUT_OF_RANGE),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let timeout = match timeout_arg(&ctx.args[3]) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    if ctx.shared.replication.is_replica() {
+        return Value::error(ERR_WAITAOF_ON_REPLICA);
+    }
+    if local > 0 && !ctx.shared.aof.enabled() {
+        return Value::error(ERR_WAITAOF_NO_AOF);
+    }
+    let lsn = ctx.shared.commit_log(ctx.store());
+    ctx.shared.aof.request_fsync();
+    let state = move |s: &Shared| {
+        let here = (s.aof.enabled() && s.journal.durability.local() >= lsn) as i64;
+        let replicas = s.replication.downstream().iter().filter(|d| d.aof && d.fsynced >= lsn).count();
+        (here, replicas)
+    };
+    let reply = |(here, replicas): (i64, usize)| Value::Array(vec![Value::Integer(here), Value::Integer(replicas as i64)]);
+    block_until(ctx, timeout, move |s| {
+        let (here, replicas) = state(s);
+        (here >= local && replicas >= n).then(|| reply((here, replicas)))
+    }, move |s| reply(state(s)))
+}
+
+/// Answers at once when `ready` has a reply, else makes the connection wait (checking every few ms) until it has,
+/// or `timeout_ms` passed (0 = forever) and `at_timeout` answers.
+fn block_until(
+    ctx: &mut Ctx,
+    timeout_ms: u64,
+    ready: impl Fn(&Shared) -> Option<Value> + Send + 'static,
+    at_timeout: impl Fn(&Shared) -> Value + Send + 'static,
+) -> Value {
+    if let Some(v) = ready(ctx.shared) {
+        return v;
+    }
+    if ctx.in_exec {
+        return at_timeout(ctx.shared);
+    }
+    ctx.unlock();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let shared = ctx.shared.clone();
+    let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+    tokio::spawn(async move {
+        loop {
+            if tx.is_closed() {
+                return;
+            }
+            if let Some(v) = ready(&shared) {
+                let _ = tx.send(v);
+                return;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) || shared.is_shutting_down() {
+                let _ = tx.send(at_timeout(&shared));
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    });
+    ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::Integer(0) });
+    Value::Nil
+}
+
+/// PSYNC <replid> <next lsn> <epoch> <appendonly 0|1> <listening port>: a Ruvio replica asks for the stream; the
+/// connection becomes the replication link. Redis's two-argument form (a redis-server replica) is refused.
+fn psync(ctx: &mut Ctx) -> Value {
+    let a = ctx.args;
+    if a.len() != 6 {
+        return Value::error(ERR_PSYNC_FOREIGN);
+    }
+    let num = |b: &Bytes| std::str::from_utf8(b).ok().and_then(|s| s.parse::<u64>().ok());
+    let (Some(next_lsn), Some(epoch), Some(aof), Some(port)) = (num(&a[2]), num(&a[3]), num(&a[4]), num(&a[5])) else {
+        return Value::error(ERR_SYNTAX);
+    };
+    if ctx.shared.replication.is_replica() {
+        return Value::error(ERR_PSYNC_ON_REPLICA);
+    }
+    let req = PsyncRequest {
+        replid: String::from_utf8_lossy(&a[1]).into_owned(),
+        next_lsn,
+        epoch: epoch.min(u16::MAX as u64) as u16,
+        aof: aof == 1,
+        port: port.min(65535) as u16,
+    };
+    ctx.client.handover = Some(req);
+    ctx.client.close_without_reply = true;
+    Value::Nil
+}
+
+/// REPLCONF: accepted (listening-port, capa, ...) for tools that send it; acknowledgements travel on the link.
+fn replconf(ctx: &mut Ctx) -> Value {
+    if ctx.args.len() % 2 == 0 {
+        return Value::error(ERR_SYNTAX);
+    }
+    Value::ok()
+}

@@ -1,0 +1,213 @@
+//! Replication: a primary streams its write log to replicas; each replica applies the records through the same
+//! execution path as the start-up loader, persists them with its own log, and acknowledges the LSNs it received
+//! and fsynced as soon as they change (docs/replication.md).
+//!
+//! - [`primary`]: serves one replica on a connection that sent `PSYNC` (full sync from a snapshot, or a resume from
+//!   the journal's backlog), then streams the journal's records and reads the replica's acknowledgements.
+//! - [`replica`]: the link to the primary (`REPLICAOF host port`): handshake, snapshot loading, applying the stream.
+//!
+//! The stream is the journal's own bytes: each record framed with its length, CRC, LSN and wall time, exactly as
+//! in the append-only file, so a replica checks every record (checksum, no LSN skipped or repeated) and a replica's
+//! LSNs are its primary's.
+
+pub mod durable;
+pub mod primary;
+pub mod replica;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+/// The primary a replica follows, and how its link is doing.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub host: String,
+    pub port: u16,
+    /// `connect`, `connecting`, `sync`, `connected` (Redis's names in ROLE).
+    pub state: &'static str,
+    pub last_io: Option<Instant>,
+    pub sync_in_progress: bool,
+}
+
+/// A replica connected to this primary.
+#[derive(Debug, Clone)]
+pub struct Downstream {
+    pub id: u64,
+    pub ip: String,
+    pub port: u16,
+    /// `wait_bgsave`, `send_bulk`, `online`.
+    pub state: &'static str,
+    /// LSNs the replica reported received and fsynced.
+    pub received: u64,
+    pub fsynced: u64,
+    /// The replica persists what it applies (appendonly yes): only those count for WAITAOF.
+    pub aof: bool,
+    pub last_ack: Instant,
+}
+
+#[derive(Default)]
+struct State {
+    upstream: Option<Upstream>,
+    downstream: Vec<Downstream>,
+}
+
+pub struct Replication {
+    state: Mutex<State>,
+    /// True while this node is a replica (read on every client write: refused with -READONLY).
+    replica: AtomicBool,
+    /// This node's replication id: the history its LSNs belong to. A new one at every promotion and full sync.
+    replid: Mutex<String>,
+    /// Bumped whenever the role changes, so a link to an old primary notices it must stop.
+    generation: AtomicU64,
+    next_link: AtomicU64,
+    /// Full and partial (resumed) syncs served since start (INFO).
+    pub full_syncs: AtomicU64,
+    pub partial_syncs: AtomicU64,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Replication {
+            state: Mutex::new(State::default()),
+            replica: AtomicBool::new(false),
+            replid: Mutex::new(new_replid()),
+            generation: AtomicU64::new(0),
+            next_link: AtomicU64::new(1),
+            full_syncs: AtomicU64::new(0),
+            partial_syncs: AtomicU64::new(0),
+        }
+    }
+}
+
+/// 40 hex characters, like Redis's replication ids.
+pub fn new_replid() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..40).map(|_| format!("{:x}", rng.gen_range(0..16u8))).collect()
+}
+
+impl Replication {
+    pub fn is_replica(&self) -> bool {
+        self.replica.load(Ordering::Acquire)
+    }
+
+    pub fn replid(&self) -> String {
+        self.replid.lock().clone()
+    }
+
+    pub fn set_replid(&self, id: String) {
+        *self.replid.lock() = id;
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Becomes a replica of `host:port` (or follows a new primary); returns the generation the link runs under.
+    pub(crate) fn follow(&self, host: String, port: u16) -> u64 {
+        let mut s = self.state.lock();
+        s.upstream = Some(Upstream { host, port, state: "connect", last_io: None, sync_in_progress: false });
+        self.replica.store(true, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// Stops following (REPLICAOF NO ONE). The caller raises the epoch and starts a new history.
+    pub(crate) fn stop_following(&self) {
+        let mut s = self.state.lock();
+        s.upstream = None;
+        self.replica.store(false, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    pub fn upstream(&self) -> Option<Upstream> {
+        self.state.lock().upstream.clone()
+    }
+
+    /// Updates the link's state, if `generation` is still the current one.
+    pub(crate) fn link_update(&self, generation: u64, f: impl FnOnce(&mut Upstream)) {
+        if self.generation() != generation {
+            return;
+        }
+        if let Some(u) = self.state.lock().upstream.as_mut() {
+            f(u);
+        }
+    }
+
+    pub(crate) fn add_downstream(&self, ip: String, port: u16, aof: bool) -> u64 {
+        let id = self.next_link.fetch_add(1, Ordering::Relaxed);
+        let d = Downstream { id, ip, port, state: "wait_bgsave", received: 0, fsynced: 0, aof, last_ack: Instant::now() };
+        self.state.lock().downstream.push(d);
+        id
+    }
+
+    pub(crate) fn update_downstream(&self, id: u64, f: impl FnOnce(&mut Downstream)) {
+        if let Some(d) = self.state.lock().downstream.iter_mut().find(|d| d.id == id) {
+            f(d);
+        }
+    }
+
+    pub(crate) fn remove_downstream(&self, id: u64) {
+        self.state.lock().downstream.retain(|d| d.id != id);
+    }
+
+    pub fn downstream(&self) -> Vec<Downstream> {
+        self.state.lock().downstream.clone()
+    }
+
+    /// Replicas streaming now (state `online`).
+    pub fn online_replicas(&self) -> usize {
+        self.state.lock().downstream.iter().filter(|d| d.state == "online").count()
+    }
+}
+
+/// INFO `# Replication`: Redis's fields (offsets are LSNs), then Ruvio's own.
+pub fn info_section(shared: &crate::shared::Shared, epoch: u16, out: &mut String) {
+    use std::fmt::Write;
+    let r = &shared.replication;
+    let last = shared.journal.last_lsn();
+    let fsynced = if shared.aof.enabled() { shared.journal.durability.local() } else { 0 };
+    match r.upstream() {
+        Some(u) => {
+            let up = u.state == "connected";
+            let io = u.last_io.map_or(-1, |t| t.elapsed().as_secs() as i64);
+            let _ = write!(
+                out,
+                "role:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{}\r\nmaster_last_io_seconds_ago:{io}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{last}\r\nslave_repl_offset:{last}\r\nslave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\nconnected_slaves:0\r\n",
+                u.host,
+                u.port,
+                if up { "up" } else { "down" },
+                u.sync_in_progress as u8,
+            );
+        }
+        None => {
+            let replicas = r.downstream();
+            let _ = write!(out, "role:master\r\nconnected_slaves:{}\r\n", replicas.len());
+            for (i, d) in replicas.iter().enumerate() {
+                let lag_ms = d.last_ack.elapsed().as_millis();
+                let _ = write!(
+                    out,
+                    "slave{i}:ip={},port={},state={},offset={},lag={},fsynced_lsn={},lag_ms={lag_ms},aof={}\r\n",
+                    d.ip,
+                    d.port,
+                    d.state,
+                    d.received,
+                    lag_ms / 1000,
+                    d.fsynced,
+                    d.aof as u8
+                );
+            }
+            out.push_str("master_failover_state:no-failover\r\n");
+        }
+    }
+    let backlog = shared.journal.backlog_bytes();
+    let _ = write!(
+        out,
+        "master_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:{last}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{backlog}\r\nruvio_epoch:{epoch}\r\nruvio_promised_epoch:{epoch}\r\nruvio_lsn:{last}\r\nruvio_fsynced_lsn:{fsynced}\r\nfull_syncs:{}\r\npartial_syncs:{}\r\n",
+        r.replid(),
+        shared.config.read().repl_backlog_size,
+        shared.journal.oldest_lsn(),
+        r.full_syncs.load(Ordering::Relaxed),
+        r.partial_syncs.load(Ordering::Relaxed),
+    );
+}

@@ -1,0 +1,174 @@
+//! The primary's side of one replica link: after `PSYNC` the client connection is handed over here.
+//!
+//! 1. Resume or full sync: a replica of this history (same replication id) whose next LSN the backlog still holds
+//!    gets `+CONTINUE <replid> <epoch>` and the records from there. Otherwise `+FULLRESYNC <replid> <lsn> <epoch>`,
+//!    then `$<size>` and a snapshot of LSN `lsn` (written like a compaction snapshot: clients are not stalled, memory
+//!    is bounded), then the records from `lsn + 1`. The journal cursor is opened at the snapshot's instant.
+//! 2. The stream: the journal's bytes as they are committed. A replica that falls behind the backlog
+//!    (`repl-backlog-size`) is disconnected; it reconnects and takes a new snapshot.
+//! 3. Acknowledgements: `REPLCONF ACK <received> FACK <fsynced>` from the replica go to the journal's durability
+//!    tracking at once, which answers the durable writes waiting for them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use ruvio_protocol::{RequestLimits, RequestParser};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::TcpStream;
+
+use crate::journal::{ConsumerId, ReadError};
+use crate::shared::Shared;
+
+/// What a replica asked for: `PSYNC <replid> <next lsn> <epoch> <appendonly 0|1> <listening port>`.
+#[derive(Debug, Clone)]
+pub struct PsyncRequest {
+    pub replid: String,
+    pub next_lsn: u64,
+    pub epoch: u16,
+    pub aof: bool,
+    pub port: u16,
+}
+
+/// Serves one replica until the link breaks, this node stops being a primary, or the server shuts down.
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: PsyncRequest) {
+    let ip = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+    // From the first replica on, every write is journaled (as Redis creates its backlog then), appendonly or not.
+    shared.store.lock().log_enabled = true;
+    let id = shared.replication.add_downstream(ip.clone(), req.port, req.aof);
+    shared.journal.reader_started();
+    let result = stream_to(&shared, stream, &req, id).await;
+    shared.journal.reader_stopped();
+    shared.replication.remove_downstream(id);
+    shared.journal.durability.replica_gone(id);
+    match result {
+        Ok(()) => tracing::info!("replica {ip}:{} disconnected", req.port),
+        Err(e) => tracing::warn!("replica {ip}:{} lost: {e}", req.port),
+    }
+}
+
+async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &PsyncRequest, id: u64) -> Result<(), String> {
+    let _ = stream.set_nodelay(true);
+    let generation = shared.replication.generation();
+    let epoch = shared.store.lock().locks.tokens.epoch();
+    let (mut rd, mut wr) = stream.into_split();
+    if req.epoch > epoch {
+        // The replica has seen a later failover than this node: this node is a stale primary.
+        let msg = format!("-ERR this primary is at epoch {epoch}, older than the replica's {}\r\n", req.epoch);
+        let _ = wr.write_all(msg.as_bytes()).await;
+        return Err(format!("refused: the replica is at epoch {}, this primary at {epoch}", req.epoch));
+    }
+    let replid = shared.replication.replid();
+    let resumed = (req.replid == replid).then(|| shared.journal.subscribe(req.next_lsn, false).ok()).flatten();
+    let cursor = match resumed {
+        Some(c) => {
+            shared.replication.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            tracing::info!("replica {}: resuming from LSN {}", req.port, req.next_lsn);
+            wr.write_all(format!("+CONTINUE {replid} {epoch}\r\n").as_bytes()).await.map_err(|e| e.to_string())?;
+            c
+        }
+        None => full_sync(shared, &mut wr, id, &replid, epoch).await?,
+    };
+    shared.replication.update_downstream(id, |d| d.state = "online");
+    let result = stream_records(shared, &mut rd, &mut wr, cursor, id, generation).await;
+    shared.journal.unsubscribe(cursor);
+    result
+}
+
+async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, replid: &str, epoch: u16) -> Result<ConsumerId, String> {
+    shared.replication.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = shared.config.read().dir.clone();
+    let path = dir.join(format!("replica-sync-{id}.tmp"));
+    let (sh, p) = (shared.clone(), path.clone());
+    let started = Instant::now();
+    let snap = tokio::task::spawn_blocking(move || {
+        let mut cursor = None;
+        let r = crate::persistence::rewrite::snapshot_to(&sh, &p, |s, lsn| cursor = Some(s.journal.subscribe(lsn + 1, false)));
+        r.map(|(lsn, size)| (lsn, size, cursor))
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let (lsn, size, cursor) = snap?;
+    let cursor = cursor.expect("set at the snapshot's instant").map_err(|e| format!("{e:?}"))?;
+    tracing::info!("replica {id}: full sync, snapshot of LSN {lsn} ({size} bytes) written in {:?}", started.elapsed());
+    shared.replication.update_downstream(id, |d| d.state = "send_bulk");
+    let sent = async {
+        wr.write_all(format!("+FULLRESYNC {replid} {lsn} {epoch}\r\n${size}\r\n").as_bytes()).await?;
+        let mut f = tokio::fs::File::open(&path).await?;
+        tokio::io::copy(&mut f, wr).await?;
+        wr.flush().await
+    }
+    .await;
+    let _ = tokio::fs::remove_file(&path).await;
+    if let Err(e) = sent {
+        shared.journal.unsubscribe(cursor);
+        return Err(format!("sending the snapshot: {e}"));
+    }
+    Ok(cursor)
+}
+
+async fn stream_records(
+    shared: &Arc<Shared>,
+    rd: &mut tokio::net::tcp::OwnedReadHalf,
+    wr: &mut OwnedWriteHalf,
+    cursor: ConsumerId,
+    id: u64,
+    generation: u64,
+) -> Result<(), String> {
+    let mut shutdown = shared.shutdown.subscribe();
+    let mut inbuf = BytesMut::with_capacity(1024);
+    let mut parser = RequestParser::new();
+    let limits = RequestLimits { max_bulk_len: 1024, max_args: 16, unauthenticated: false };
+    loop {
+        let notified = shared.journal.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        match shared.journal.read(cursor) {
+            Ok(segments) => {
+                for seg in segments {
+                    wr.write_all(&seg.bytes).await.map_err(|e| format!("writing the stream: {e}"))?;
+                }
+            }
+            Err(ReadError::Lagged { oldest }) => {
+                return Err(format!("the replica fell behind the backlog (it holds LSN {oldest} on); it must sync again"));
+            }
+        }
+        tokio::select! {
+            _ = &mut notified => {}
+            read = rd.read_buf(&mut inbuf) => {
+                match read {
+                    Ok(0) => return Err("the replica closed the link".into()),
+                    Ok(_) => {}
+                    Err(e) => return Err(format!("reading acknowledgements: {e}")),
+                }
+                while let Some(args) = parser.parse(&mut inbuf, &limits).map_err(|e| format!("bad acknowledgement: {e}"))? {
+                    if let Some((received, fsynced)) = parse_ack(&args) {
+                        shared.replication.update_downstream(id, |d| {
+                            d.received = d.received.max(received);
+                            d.fsynced = d.fsynced.max(fsynced);
+                            d.last_ack = Instant::now();
+                        });
+                        shared.journal.durability.publish_replica(id, fsynced);
+                    }
+                }
+            }
+            _ = shutdown.wait_for(|s| *s) => return Ok(()),
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+        if shared.replication.generation() != generation {
+            return Ok(());
+        }
+    }
+}
+
+/// `REPLCONF ACK <received> [FACK <fsynced>]`.
+fn parse_ack(args: &[bytes::Bytes]) -> Option<(u64, u64)> {
+    let num = |b: &bytes::Bytes| std::str::from_utf8(b).ok()?.parse::<u64>().ok();
+    if args.len() < 3 || !args[0].eq_ignore_ascii_case(b"REPLCONF") || !args[1].eq_ignore_ascii_case(b"ACK") {
+        return None;
+    }
+    let received = num(&args[2])?;
+    let fsynced = if args.len() >= 5 && args[3].eq_ignore_ascii_case(b"FACK") { num(&args[4])? } else { 0 };
+    Some((received, fsynced))
+}
