@@ -129,3 +129,8 @@ pub fn not_durable_write(replicas: usize, timeout_ms: u64) -> ruvio_protocol::Va
         "NOTDURABLE the write was applied here but not acknowledged as fsynced by {replicas} replica(s) within {timeout_ms} ms; a failover may lose it"
     ))
 }
+pub const ERR_EPOCH_RANGE: &str = "ERR epoch must be an integer between 0 and 1023";
+
+pub fn epoch_older_than_promised(epoch: u64, promised: u64) -> String {
+    format!("ERR epoch {epoch} is older than the promised epoch {promised}")
+}

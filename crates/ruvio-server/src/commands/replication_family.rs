@@ -22,23 +22,51 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("replicaof", 3, ADMIN | NO_MULTI | STALE, "Configures a server as replica of another, or promotes it to a primary.", replicaof),
-    cmd!("slaveof", 3, ADMIN | NO_MULTI | STALE, "Sets a Redis server as a replica of another, or promotes it to being a master.", replicaof),
+    cmd!("replicaof", -3, ADMIN | NO_MULTI | STALE, "Configures a server as replica of another, or promotes it to a primary (Ruvio: optionally at a failover EPOCH).", replicaof),
+    cmd!("slaveof", -3, ADMIN | NO_MULTI | STALE, "Sets a Redis server as a replica of another, or promotes it to being a master.", replicaof),
     cmd!("role", 1, FAST | LOADING | STALE | NOAUTH, "Returns the replication role.", role),
     cmd!("wait", 3, 0, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
     cmd!("waitaof", 4, 0, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.", waitaof),
+    CommandSpec {
+        name: "replication",
+        arity: -2,
+        flags: 0,
+        keys: (0, 0, 0),
+        group: "server",
+        summary: "A container for Ruvio's failover commands (used by `ruvio coordinator`).",
+        handler: super::server_family::container_help,
+        subcommands: REPLICATION_SUBCOMMANDS,
+    },
     cmd!("psync", -3, ADMIN | NO_MULTI | STALE, "An internal command used in replication.", psync),
     cmd!("replconf", -1, ADMIN | LOADING | STALE, "An internal command for configuring the replication stream.", replconf),
 ];
 
+static REPLICATION_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("promise", 3, ADMIN | STALE | LOADING, "Promises (durably) to follow no primary of an epoch older than the given one; answers [promised epoch, LSN, fsynced LSN].", replication_promise),
+];
+
+/// REPLICAOF host port [EPOCH e] | NO ONE [EPOCH e].
 fn replicaof(ctx: &mut Ctx) -> Value {
     let (host, port) = (&ctx.args[1], &ctx.args[2]);
     let shared = ctx.shared;
+    let epoch = match ctx.args.len() {
+        3 => None,
+        5 if eq_ic(&ctx.args[3], "epoch") => match int_arg(&ctx.args[4]) {
+            Ok(e) if (0..=crate::locks::tokens::MAX_EPOCH as i64).contains(&e) => Some(e as u64),
+            _ => return Value::error(ERR_EPOCH_RANGE),
+        },
+        _ => return Value::error(ERR_SYNTAX),
+    };
+    if let Some(e) = epoch {
+        if let Err(p) = shared.replication.promise(e) {
+            return Value::error(epoch_older_than_promised(e, p));
+        }
+    }
     if eq_ic(host, "no") && eq_ic(port, "one") {
-        if !shared.replication.is_replica() {
+        if !shared.replication.is_replica() && epoch.is_none() {
             return Value::ok();
         }
-        promote(shared, ctx.store());
+        promote(shared, ctx.store(), epoch);
         return Value::ok();
     }
     let port = match int_arg(port) {
@@ -66,14 +94,17 @@ pub fn follow(shared: &Arc<Shared>, store: &mut crate::store::Store, host: Strin
     tokio::spawn(crate::replication::replica::run(shared.clone(), generation));
 }
 
-/// REPLICAOF NO ONE: this node becomes a primary in a new epoch, so its tokens exceed every token the old primary
-/// issued; a new replication id starts its history (replicas of the old primary resync).
-fn promote(shared: &Arc<Shared>, store: &mut crate::store::Store) {
+/// REPLICAOF NO ONE: this node becomes a primary in a new epoch (the one given, or its own plus one), so its tokens
+/// exceed every token the old primary issued; a new replication id starts its history (replicas of the old primary
+/// resync).
+fn promote(shared: &Arc<Shared>, store: &mut crate::store::Store, epoch: Option<u64>) {
     shared.replication.stop_following();
     store.replica = false;
     store.set_expiry(Expiry::Active);
-    let epoch = store.locks.tokens.epoch() + 1;
+    let own = store.locks.tokens.epoch() as u64;
+    let epoch = epoch.unwrap_or(own.max(shared.replication.promised_epoch()) + 1).max(own).min(crate::locks::tokens::MAX_EPOCH as u64) as u16;
     store.locks.tokens.set_epoch(epoch);
+    let _ = shared.replication.promise(epoch as u64);
     shared.replication.set_replid(crate::replication::new_replid());
     tracing::warn!("promoted to primary (REPLICAOF NO ONE): failover epoch {epoch}");
 }
@@ -234,4 +265,21 @@ fn replconf(ctx: &mut Ctx) -> Value {
         return Value::error(ERR_SYNTAX);
     }
     Value::ok()
+}
+
+/// REPLICATION PROMISE epoch: the failover step that fences the old primary (docs/replication.md).
+fn replication_promise(ctx: &mut Ctx) -> Value {
+    let e = match int_arg(&ctx.args[2]) {
+        Ok(e) if (0..=crate::locks::tokens::MAX_EPOCH as i64).contains(&e) => e as u64,
+        _ => return Value::error(ERR_EPOCH_RANGE),
+    };
+    if let Err(p) = ctx.shared.replication.promise(e) {
+        return Value::error(epoch_older_than_promised(e, p));
+    }
+    let fsynced = if ctx.shared.aof.enabled() { ctx.shared.journal.durability.local() } else { 0 };
+    Value::Array(vec![
+        Value::Integer(ctx.shared.replication.promised_epoch() as i64),
+        Value::Integer(ctx.shared.journal.last_lsn() as i64),
+        Value::Integer(fsynced as i64),
+    ])
 }

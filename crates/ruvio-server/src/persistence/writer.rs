@@ -277,6 +277,9 @@ fn extend_token_reservation(shared: &Shared, reservation: &Reservation) {
         let store = shared.store.lock();
         (Reservation::wanted(&store.locks.tokens, crate::clock::wall_ms()), store.locks.tokens.epoch())
     };
+    // A new epoch (a promotion) is written at once, not only with the next extension.
+    let current = reservation.current();
+    let wanted = wanted.or((epoch > current.epoch).then_some(current.reserved_until));
     let Some(wanted) = wanted else { return };
     match reservation.extend(wanted, epoch) {
         Ok(upto) => shared.store.lock().locks.tokens.extend_reservation(upto),

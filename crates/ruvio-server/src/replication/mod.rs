@@ -54,6 +54,10 @@ struct State {
 
 pub struct Replication {
     state: Mutex<State>,
+    /// The data folder, where the replication id and the promised epoch are kept (`replication.state`).
+    dir: Mutex<Option<std::path::PathBuf>>,
+    /// The highest failover epoch this node promised (REPLICATION PROMISE): it follows no primary of an older one.
+    promised: AtomicU64,
     /// True while this node is a replica (read on every client write: refused with -READONLY).
     replica: AtomicBool,
     /// This node's replication id: the history its LSNs belong to. A new one at every promotion and full sync.
@@ -70,6 +74,8 @@ impl Default for Replication {
     fn default() -> Self {
         Replication {
             state: Mutex::new(State::default()),
+            dir: Mutex::new(None),
+            promised: AtomicU64::new(0),
             replica: AtomicBool::new(false),
             replid: Mutex::new(new_replid()),
             generation: AtomicU64::new(0),
@@ -79,6 +85,9 @@ impl Default for Replication {
         }
     }
 }
+
+/// The file in the data folder holding the replication id and the promised epoch.
+pub const STATE_FILE: &str = "replication.state";
 
 /// 40 hex characters, like Redis's replication ids.
 pub fn new_replid() -> String {
@@ -96,8 +105,71 @@ impl Replication {
         self.replid.lock().clone()
     }
 
+    /// Names this node's history (a promotion or a full sync started a new one); kept on disk, so a restarted node
+    /// can resume its replication where its data ends instead of taking a new snapshot.
     pub fn set_replid(&self, id: String) {
         *self.replid.lock() = id;
+        self.save();
+    }
+
+    pub fn promised_epoch(&self) -> u64 {
+        self.promised.load(Ordering::Acquire)
+    }
+
+    /// Promises never to follow a primary of an epoch older than `epoch` (durably, before it returns). Refused
+    /// for an epoch older than one already promised.
+    pub fn promise(&self, epoch: u64) -> Result<(), u64> {
+        let before = self.promised.fetch_max(epoch, Ordering::AcqRel);
+        if epoch < before {
+            return Err(before);
+        }
+        if epoch > before {
+            self.save();
+        }
+        Ok(())
+    }
+
+    /// At start-up: where the state lives, and what it says.
+    pub fn load(&self, dir: &std::path::Path) -> Result<(), String> {
+        *self.dir.lock() = Some(dir.to_path_buf());
+        let path = dir.join(STATE_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A first start: the history begun now is named on disk, so a restart continues it.
+                self.save();
+                return Ok(());
+            }
+            Err(e) => return Err(format!("reading {}: {e}", path.display())),
+        };
+        for line in text.lines() {
+            match line.split_once(' ') {
+                Some(("replid", id)) if id.len() == 40 => *self.replid.lock() = id.to_string(),
+                Some(("promised-epoch", e)) => {
+                    let e = e.parse().map_err(|_| format!("{}: bad promised-epoch", path.display()))?;
+                    self.promised.store(e, Ordering::Release);
+                }
+                _ => return Err(format!("{}: unexpected line '{line}'", path.display())),
+            }
+        }
+        Ok(())
+    }
+
+    fn save(&self) {
+        let Some(dir) = self.dir.lock().clone() else { return };
+        let text = format!("replid {}\npromised-epoch {}\n", self.replid.lock(), self.promised_epoch());
+        let tmp = dir.join(format!("{STATE_FILE}.tmp"));
+        let written = (|| {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, dir.join(STATE_FILE))?;
+            crate::persistence::sync_dir(&dir)
+        })();
+        if let Err(e) = written {
+            tracing::warn!("could not save {}: {e}", dir.join(STATE_FILE).display());
+        }
     }
 
     pub fn generation(&self) -> u64 {
@@ -201,9 +273,10 @@ pub fn info_section(shared: &crate::shared::Shared, epoch: u16, out: &mut String
         }
     }
     let backlog = shared.journal.backlog_bytes();
+    let promised = r.promised_epoch();
     let _ = write!(
         out,
-        "master_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:{last}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{backlog}\r\nruvio_epoch:{epoch}\r\nruvio_promised_epoch:{epoch}\r\nruvio_lsn:{last}\r\nruvio_fsynced_lsn:{fsynced}\r\nfull_syncs:{}\r\npartial_syncs:{}\r\n",
+        "master_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:{last}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{backlog}\r\nruvio_epoch:{epoch}\r\nruvio_promised_epoch:{promised}\r\nruvio_lsn:{last}\r\nruvio_fsynced_lsn:{fsynced}\r\nfull_syncs:{}\r\npartial_syncs:{}\r\n",
         r.replid(),
         shared.config.read().repl_backlog_size,
         shared.journal.oldest_lsn(),

@@ -58,7 +58,8 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
     let (mut rd, mut wr) = stream.into_split();
     let (epoch, aof, my_port) = {
         let c = shared.config.read();
-        (shared.store.lock().locks.tokens.epoch(), c.appendonly, shared.bound_port.load(std::sync::atomic::Ordering::Relaxed))
+        let epoch = (shared.store.lock().locks.tokens.epoch() as u64).max(shared.replication.promised_epoch()).min(u16::MAX as u64) as u16;
+        (epoch, c.appendonly, shared.bound_port.load(std::sync::atomic::Ordering::Relaxed))
     };
     let next_lsn = shared.journal.last_lsn() + 1;
     let mut out = Vec::new();
@@ -78,10 +79,12 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
     let mut buf = BytesMut::with_capacity(64 * 1024);
     let line = read_line(&mut rd, &mut buf).await?;
     let words: Vec<&str> = line.split(' ').collect();
+    let primary_epoch;
     match words.as_slice() {
         ["+FULLRESYNC", replid, lsn, their_epoch] => {
             let lsn: u64 = lsn.parse().map_err(|_| format!("bad reply to PSYNC: {line}"))?;
             let their_epoch = parse_epoch(their_epoch, epoch, &line)?;
+            primary_epoch = their_epoch;
             shared.replication.link_update(generation, |u| {
                 u.state = "sync";
                 u.sync_in_progress = true;
@@ -99,6 +102,7 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
         }
         ["+CONTINUE", replid, their_epoch] => {
             let their_epoch = parse_epoch(their_epoch, epoch, &line)?;
+            primary_epoch = their_epoch;
             shared.store.lock().locks.tokens.set_epoch(their_epoch);
             shared.replication.set_replid(replid.to_string());
             tracing::info!("replication: continuing from LSN {next_lsn}");
@@ -110,7 +114,7 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
         u.sync_in_progress = false;
         u.last_io = Some(Instant::now());
     });
-    apply_stream(shared, generation, &mut rd, &mut wr, buf, aof).await
+    apply_stream(shared, generation, &mut rd, &mut wr, buf, aof, primary_epoch).await
 }
 
 fn parse_epoch(word: &str, mine: u16, line: &str) -> Result<u16, String> {
@@ -195,20 +199,32 @@ async fn apply_stream(
     wr: &mut tokio::net::tcp::OwnedWriteHalf,
     mut buf: BytesMut,
     aof: bool,
+    primary_epoch: u16,
 ) -> Result<(), String> {
     let mut shutdown = shared.shutdown.subscribe();
     let mut replayer = Replayer::new();
     let mut sent = (u64::MAX, u64::MAX);
     loop {
+        // A promise to a newer epoch (a failover under way) ends this link: no more records from, nor
+        // acknowledgements to, the old primary.
+        let promised = shared.replication.promised_epoch();
+        if promised > primary_epoch as u64 {
+            return Err(format!("promised epoch {promised}: no longer following a primary of epoch {primary_epoch}"));
+        }
         let expected = shared.journal.last_lsn() + 1;
-        let (end, last) = complete_records(&buf, expected)?;
+        let (end, last, damage) = complete_records(&buf, expected);
         if end > 0 {
             let bytes = buf.split_to(end).freeze();
             apply(shared, &mut replayer, &bytes, expected, last)?;
         }
+        if let Some(damage) = damage {
+            // Nothing after the damage is trusted: the next sync starts from a snapshot.
+            shared.replication.set_replid(super::new_replid());
+            return Err(damage);
+        }
         let received = shared.journal.last_lsn();
         let fsynced = if aof { shared.journal.durability.local().min(received) } else { 0 };
-        if (received, fsynced) != sent {
+        if (received, fsynced) != sent && shared.replication.promised_epoch() <= primary_epoch as u64 {
             let mut out = Vec::new();
             let ack: Vec<Bytes> = vec![
                 Bytes::from_static(b"REPLCONF"),
@@ -241,10 +257,12 @@ async fn apply_stream(
 }
 
 /// How many bytes at the front of `buf` are whole records, checked: framing, CRC, consecutive LSNs from
-/// `expected`, command records only. Returns (that length, the last LSN among them).
-fn complete_records(buf: &[u8], expected: u64) -> Result<(usize, u64), String> {
+/// `expected`, command records only. Returns that length, the last LSN among them, and what is wrong with the
+/// record after them, if anything (the good records before a damaged one are still applied).
+fn complete_records(buf: &[u8], expected: u64) -> (usize, u64, Option<String>) {
     let mut at = 0;
     let mut lsn = expected;
+    let mut damage = None;
     while buf.len() - at >= RECORD_HEADER_LEN {
         let h = &buf[at..at + RECORD_HEADER_LEN];
         let len = u32::from_le_bytes(h[0..4].try_into().expect("4 bytes")) as usize;
@@ -252,20 +270,21 @@ fn complete_records(buf: &[u8], expected: u64) -> Result<(usize, u64), String> {
             break;
         }
         let crc = crc32fast::hash(&buf[at + 8..at + RECORD_HEADER_LEN + len]);
-        if crc != u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) {
-            return Err(format!("damaged stream: record {lsn} fails its checksum; starting over"));
-        }
         let got = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
-        if got != lsn {
-            return Err(format!("damaged stream: record {got} where {lsn} was expected; starting over"));
+        if crc != u32::from_le_bytes(h[4..8].try_into().expect("4 bytes")) {
+            damage = Some(format!("damaged stream: record {lsn} fails its checksum; starting over"));
+        } else if got != lsn {
+            damage = Some(format!("damaged stream: record {got} where {lsn} was expected; starting over"));
+        } else if h[28] != RecordKind::Command as u8 {
+            damage = Some(format!("damaged stream: record {lsn} is not a command; starting over"));
         }
-        if h[28] != RecordKind::Command as u8 {
-            return Err(format!("damaged stream: record {lsn} is not a command"));
+        if damage.is_some() {
+            break;
         }
         at += RECORD_HEADER_LEN + len;
         lsn += 1;
     }
-    Ok((at, lsn - 1))
+    (at, lsn - 1, damage)
 }
 
 /// Applies checked records `first..=last` (`bytes`) and appends them to this node's journal as they are.

@@ -39,7 +39,18 @@ pub fn start(dir: &Path, extra: &[&str]) -> Server {
 
 /// Starts `ruvio` without waiting.
 pub fn spawn(dir: &Path, extra: &[&str]) -> Server {
-    let port = free_port();
+    spawn_on(free_port(), dir, extra)
+}
+
+/// Starts `ruvio` on `port` (a restart on the port it had) and waits until it accepts commands.
+pub fn start_on(port: u16, dir: &Path, extra: &[&str]) -> Server {
+    let s = spawn_on(port, dir, extra);
+    s.wait_ready(Duration::from_secs(60));
+    s
+}
+
+/// Starts `ruvio` on `port` without waiting.
+pub fn spawn_on(port: u16, dir: &Path, extra: &[&str]) -> Server {
     let stderr_path = dir.join(format!("stderr-{port}.log"));
     let child = Command::new(env!("CARGO_BIN_EXE_ruvio"))
         .args(["--port", &port.to_string(), "--dir", dir.to_str().unwrap()])
@@ -87,7 +98,12 @@ impl Server {
     }
 
     pub fn info_field(&self, field: &str) -> String {
-        let v = self.conn().cmd(&["INFO", "persistence"]);
+        self.info_in("persistence", field)
+    }
+
+    /// A field of one INFO section.
+    pub fn info_in(&self, section: &str, field: &str) -> String {
+        let v = self.conn().cmd(&["INFO", section]);
         let text = String::from_utf8_lossy(v.as_bytes().unwrap_or(b"")).into_owned();
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|s| s.trim().to_string()))

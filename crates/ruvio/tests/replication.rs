@@ -1,0 +1,416 @@
+//! Replication and durable grants against real processes (issue 13): a primary, replicas, kill -9, SIGSTOP,
+//! restarts, a damaged stream from a fake primary.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use ruvio_protocol::Value;
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Integer(i) => *i,
+        other => panic!("expected an integer, got {other:?}"),
+    }
+}
+
+fn err(v: &Value) -> String {
+    match v {
+        Value::Error(e) => String::from_utf8_lossy(e).into_owned(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+fn signal(s: &Server, sig: i32) {
+    // SAFETY: signalling our own child by pid.
+    unsafe { libc::kill(s.child.id() as i32, sig) };
+}
+
+fn replica_of(primary: &Server, dir: &std::path::Path, extra: &[&str]) -> Server {
+    let r = start(dir, extra);
+    assert!(is_ok(&r.conn().cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()])));
+    r
+}
+
+fn lsn(s: &Server) -> u64 {
+    s.info_in("replication", "ruvio_lsn").parse().unwrap()
+}
+
+/// Waits (bounded) until the replica has applied everything the primary logged.
+fn caught_up(primary: &Server, replica: &Server) {
+    let start = Instant::now();
+    loop {
+        let link = replica.info_in("replication", "master_link_status");
+        if link == "up" && lsn(replica) == lsn(primary) {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "replica did not catch up: primary LSN {}, replica LSN {}, link {link}; replica stderr: {}", lsn(primary), lsn(replica), replica.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every key with its type, value (strings), lock holders (locks) and whether it has a deadline.
+fn dump(s: &Server) -> BTreeMap<String, String> {
+    let mut c = s.conn();
+    let mut out = BTreeMap::new();
+    let mut cursor = "0".to_string();
+    loop {
+        let Value::Array(reply) = c.cmd(&["SCAN", &cursor, "COUNT", "1000"]) else { panic!("SCAN") };
+        cursor = bulk(&reply[0]).unwrap();
+        let Value::Array(keys) = &reply[1] else { panic!("SCAN keys") };
+        for k in keys {
+            let k = bulk(k).unwrap();
+            let ty = bulk(&c.cmd(&["TYPE", &k])).unwrap();
+            let value = match ty.as_str() {
+                "string" => bulk(&c.cmd(&["GET", &k])).unwrap_or_default(),
+                "none" => continue,
+                _ => lock_holders(&c.cmd(&["LOCKINFO", &k])),
+            };
+            let ttl = int(&c.cmd(&["PTTL", &k])) > 0;
+            out.insert(k, format!("{ty}|{value}|{ttl}"));
+        }
+        if cursor == "0" {
+            return out;
+        }
+    }
+}
+
+/// A lock's kind, limit and holder tokens from LOCKINFO (remaining times differ between nodes by the moment asked).
+fn lock_holders(v: &Value) -> String {
+    let Value::Array(fields) = v else { panic!("LOCKINFO: {v:?}") };
+    let Value::Array(holders) = &fields[5] else { panic!("LOCKINFO holders: {v:?}") };
+    let tokens: Vec<i64> = holders
+        .iter()
+        .map(|h| match h {
+            Value::Array(h) => int(&h[1]),
+            other => panic!("holder {other:?}"),
+        })
+        .collect();
+    format!("{}/{}/{tokens:?}", bulk(&fields[1]).unwrap(), int(&fields[3]))
+}
+
+fn same_data(primary: &Server, replica: &Server) {
+    caught_up(primary, replica);
+    let (p, r) = (dump(primary), dump(replica));
+    assert_eq!(p.len(), r.len(), "key counts differ");
+    assert_eq!(p, r);
+}
+
+#[test]
+fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
+    let (pd, rd) = (temp_dir("repl-basic-p"), temp_dir("repl-basic-r"));
+    let primary = start(&pd, &["--appendfsync", "always"]);
+    let mut c = primary.conn();
+    for i in 0..500 {
+        assert!(is_ok(&c.cmd(&["SET", &format!("k{i}"), &format!("v{i}")])));
+    }
+    let token = int(&c.cmd(&["LEASE", "lock:a", "60000"]));
+    int(&c.cmd(&["SEMAPHORE", "sem:a", "3", "60000"]));
+    assert!(is_ok(&c.cmd(&["SET", "ttl:a", "x", "PX", "600000"])));
+    assert_eq!(int(&c.cmd(&["IFGT", "fenced", &token.to_string(), "guarded"])), 1);
+    let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
+    same_data(&primary, &replica);
+    // The stream after the snapshot.
+    c.cmd(&["INCR", "counter"]);
+    c.cmd(&["DEL", "k1"]);
+    assert_eq!(int(&c.cmd(&["RELEASE", "lock:a", &token.to_string()])), 1);
+    same_data(&primary, &replica);
+    let mut rc = replica.conn();
+    assert_eq!(bulk(&rc.cmd(&["GET", "counter"])).as_deref(), Some("1"));
+    assert_eq!(err(&rc.cmd(&["SET", "x", "1"])), "READONLY You can't write against a read only replica.");
+    assert!(err(&rc.cmd(&["LEASE", "lock:b", "1000"])).starts_with("READONLY"));
+    // ROLE and INFO as Redis clients read them.
+    let Value::Array(role) = rc.cmd(&["ROLE"]) else { panic!() };
+    assert_eq!(bulk(&role[0]).as_deref(), Some("slave"));
+    assert_eq!(bulk(&role[3]).as_deref(), Some("connected"));
+    let Value::Array(role) = c.cmd(&["ROLE"]) else { panic!() };
+    assert_eq!(bulk(&role[0]).as_deref(), Some("master"));
+    let Value::Array(replicas) = &role[2] else { panic!() };
+    assert_eq!(replicas.len(), 1);
+    assert_eq!(primary.info_in("replication", "connected_slaves"), "1");
+    assert_eq!(replica.info_in("replication", "role"), "slave");
+    assert_eq!(replica.info_in("replication", "master_link_status"), "up");
+    // WAIT / WAITAOF as Redisson probes and uses them.
+    c.cmd(&["SET", "w", "1"]);
+    assert_eq!(int(&c.cmd(&["WAIT", "1", "5000"])), 1);
+    assert_eq!(c.cmd(&["WAITAOF", "1", "1", "5000"]), Value::Array(vec![Value::Integer(1), Value::Integer(1)]));
+    assert_eq!(int(&c.cmd(&["WAIT", "0", "0"])), 1);
+    assert!(err(&rc.cmd(&["WAIT", "1", "10"])).starts_with("ERR WAIT cannot be used with replica instances"));
+    // More replicas than exist: WAIT times out with the count reached.
+    assert_eq!(int(&c.cmd(&["WAIT", "2", "50"])), 1);
+}
+
+#[test]
+fn a_replica_does_not_expire_keys_by_itself_but_reads_them_as_gone() {
+    let (pd, rd) = (temp_dir("repl-expiry-p"), temp_dir("repl-expiry-r"));
+    // hz 1 and a paused primary: only the replica's own clock could remove the key.
+    let primary = start(&pd, &["--hz", "1"]);
+    let replica = replica_of(&primary, &rd, &["--hz", "50"]);
+    let mut c = primary.conn();
+    assert!(is_ok(&c.cmd(&["SET", "short", "x", "PX", "300"])));
+    caught_up(&primary, &replica);
+    signal(&primary, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(600));
+    let mut rc = replica.conn();
+    assert_eq!(rc.cmd(&["GET", "short"]), Value::Nil, "an expired key reads as absent");
+    assert_eq!(rc.cmd(&["DBSIZE"]), Value::Integer(1), "but the replica keeps it until the primary's DEL");
+    signal(&primary, libc::SIGCONT);
+    c.cmd(&["GET", "short"]); // the primary expires it on access and logs the DEL
+    let start = Instant::now();
+    while int(&rc.cmd(&["DBSIZE"])) != 0 {
+        assert!(start.elapsed() < Duration::from_secs(30), "the primary's DEL never reached the replica");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Writes SET/INCR/LEASE in a loop on the primary until `stop`.
+fn load(port: u16, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+    std::thread::spawn(move || {
+        let mut c = Conn::connect(port);
+        let mut n = 0u64;
+        while !stop.load(Ordering::Relaxed) {
+            c.cmd(&["SET", &format!("load:{}", n % 2000), &n.to_string()]);
+            c.cmd(&["INCR", "load:counter"]);
+            if n % 50 == 0 {
+                c.cmd(&["LEASE", &format!("load:lock:{}", n % 20), "60000"]);
+            }
+            n += 1;
+        }
+        n
+    })
+}
+
+#[test]
+fn a_replica_killed_under_load_catches_up_and_resumes_from_its_log() {
+    let (pd, rd) = (temp_dir("repl-kill-p"), temp_dir("repl-kill-r"));
+    let primary = start(&pd, &["--repl-backlog-size", "64mb"]);
+    let replica_flags = ["--appendfsync", "always"];
+    let mut replica = replica_of(&primary, &rd, &replica_flags);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = load(primary.port, stop.clone());
+    std::thread::sleep(Duration::from_millis(700));
+    replica.kill9();
+    std::thread::sleep(Duration::from_millis(300));
+    let port = primary.port.to_string();
+    let replica = start(&rd, &[&replica_flags[..], &["--replicaof", "127.0.0.1", &port]].concat());
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    assert!(writer.join().unwrap() > 100);
+    same_data(&primary, &replica);
+    // It resumed from the LSN its own log ended at: the backlog still held it.
+    assert_eq!(primary.info_in("replication", "partial_syncs"), "1", "primary stderr: {}", primary.stderr());
+}
+
+#[test]
+fn after_a_primary_restart_its_replicas_resume_without_a_new_snapshot() {
+    let (pd, r1d, r2d) = (temp_dir("repl-prestart-p"), temp_dir("repl-prestart-r1"), temp_dir("repl-prestart-r2"));
+    let mut primary = start(&pd, &["--appendfsync", "always"]);
+    let r1 = replica_of(&primary, &r1d, &[]);
+    let r2 = replica_of(&primary, &r2d, &["--appendfsync", "always"]);
+    let mut c = primary.conn();
+    for i in 0..300 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    caught_up(&primary, &r1);
+    caught_up(&primary, &r2);
+    let port = primary.port;
+    primary.kill9();
+    let primary = start_on(port, &pd, &["--appendfsync", "always"]);
+    caught_up(&primary, &r1);
+    caught_up(&primary, &r2);
+    assert_eq!(primary.info_in("replication", "full_syncs"), "0", "primary stderr: {}", primary.stderr());
+    assert_eq!(primary.info_in("replication", "partial_syncs"), "2");
+    primary.conn().cmd(&["SET", "after", "restart"]);
+    same_data(&primary, &r1);
+    same_data(&primary, &r2);
+}
+
+#[test]
+fn a_replica_paused_past_the_backlog_takes_a_new_snapshot() {
+    let (pd, rd) = (temp_dir("repl-lag-p"), temp_dir("repl-lag-r"));
+    let primary = start(&pd, &["--repl-backlog-size", "16kb"]);
+    let replica = replica_of(&primary, &rd, &[]);
+    caught_up(&primary, &replica);
+    signal(&replica, libc::SIGSTOP);
+    let mut c = primary.conn();
+    // More than the socket buffers between the two can hold, so the primary's cursor must fall behind the backlog.
+    let value = "x".repeat(10_000);
+    for i in 0..3000 {
+        c.cmd(&["SET", &format!("big:{}", i % 500), &value]);
+    }
+    signal(&replica, libc::SIGCONT);
+    same_data(&primary, &replica);
+    let full: u64 = primary.info_in("replication", "full_syncs").parse().unwrap();
+    assert!(full >= 2, "expected a second full sync, got {full}; primary stderr: {}", primary.stderr());
+}
+
+#[test]
+fn durable_connections_wait_for_replicas_and_undo_grants_they_cannot_make_durable() {
+    let (pd, rd) = (temp_dir("repl-durable-p"), temp_dir("repl-durable-r"));
+    let primary = start(&pd, &["--appendfsync", "everysec", "--durability-timeout", "800"]);
+    let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
+    caught_up(&primary, &replica);
+    let mut c = primary.conn();
+    assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
+    assert_eq!(c.cmd(&["CLIENT", "DURABILITY"]), Value::Array(vec![Value::bulk(bytes::Bytes::from_static(b"replicas")), Value::Integer(1)]));
+    // Acknowledged durable grant: the replica holds it on disk when the answer comes.
+    let token = int(&c.cmd(&["LEASE", "durable:1", "60000"]));
+    assert!(is_ok(&c.cmd(&["SET", "durable:k", "v"])));
+    // More replicas than are connected: refused at once, nothing applied.
+    assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "2"])));
+    assert_eq!(err(&c.cmd(&["SET", "durable:two", "v"])), "NOREPLICAS Not enough good replicas to write.");
+    assert_eq!(c.cmd(&["EXISTS", "durable:two"]), Value::Integer(0));
+    assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
+    // Every replica paused: no answer before the timeout, then NOTDURABLE, and the lock is free again.
+    signal(&replica, libc::SIGSTOP);
+    let started = Instant::now();
+    let reply = c.cmd(&["LEASE", "durable:2", "60000"]);
+    let waited = started.elapsed();
+    signal(&replica, libc::SIGCONT);
+    assert!(err(&reply).starts_with("NOTDURABLE the grant was not acknowledged"), "{reply:?}");
+    assert!(waited >= Duration::from_millis(800), "answered after {waited:?}, before the timeout");
+    let mut other = primary.conn();
+    assert_eq!(other.cmd(&["LOCKINFO", "durable:2"]), Value::Nil, "the undone grant must not hold the lock");
+    assert!(int(&other.cmd(&["LEASE", "durable:2", "1000"])) > token);
+    // A plain write that could not be made durable stays applied, and the error says so.
+    signal(&replica, libc::SIGSTOP);
+    let reply = c.cmd(&["SET", "durable:3", "v"]);
+    signal(&replica, libc::SIGCONT);
+    assert!(err(&reply).starts_with("NOTDURABLE the write was applied here"), "{reply:?}");
+    assert_eq!(bulk(&other.cmd(&["GET", "durable:3"])).as_deref(), Some("v"));
+    // Other connections are not slowed down by a durable one waiting.
+    same_data(&primary, &replica);
+}
+
+#[test]
+fn acknowledged_durable_grants_survive_kill9_of_every_node() {
+    let (pd, r1d, r2d) = (temp_dir("repl-kill-all-p"), temp_dir("repl-kill-all-r1"), temp_dir("repl-kill-all-r2"));
+    let mut primary = start(&pd, &["--appendfsync", "always"]);
+    let mut r1 = replica_of(&primary, &r1d, &["--appendfsync", "always"]);
+    let mut r2 = replica_of(&primary, &r2d, &["--appendfsync", "always"]);
+    caught_up(&primary, &r1);
+    caught_up(&primary, &r2);
+    let mut c = primary.conn();
+    assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
+    let mut granted = Vec::new();
+    for i in 0..100 {
+        let key = format!("grant:{i}");
+        granted.push((key.clone(), int(&c.cmd(&["LEASE", &key, "600000"]))));
+    }
+    primary.kill9();
+    r1.kill9();
+    r2.kill9();
+    let r1 = start(&r1d, &[]);
+    let r2 = start(&r2d, &[]);
+    for (key, token) in granted {
+        let holders: Vec<String> = [&r1, &r2].iter().map(|r| format!("{:?}", r.conn().cmd(&["LOCKINFO", &key]))).collect();
+        let held = holders.iter().filter(|h| h.contains(&token.to_string())).count();
+        assert!(held >= 1, "{key} (token {token}) is on no replica: {holders:?}");
+    }
+}
+
+#[test]
+fn promotion_raises_the_epoch_so_tokens_keep_growing() {
+    let (pd, rd) = (temp_dir("repl-promote-p"), temp_dir("repl-promote-r"));
+    let mut primary = start(&pd, &[]);
+    let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
+    let mut c = primary.conn();
+    let mut last = 0;
+    for i in 0..50 {
+        last = last.max(int(&c.cmd(&["LEASE", &format!("l{i}"), "60000"])));
+    }
+    caught_up(&primary, &replica);
+    primary.kill9();
+    let mut rc = replica.conn();
+    let epoch: u64 = replica.info_in("replication", "ruvio_epoch").parse().unwrap();
+    assert!(is_ok(&rc.cmd(&["REPLICAOF", "NO", "ONE"])));
+    assert_eq!(replica.info_in("replication", "role"), "master");
+    assert_eq!(replica.info_in("replication", "ruvio_epoch").parse::<u64>().unwrap(), epoch + 1);
+    // The old holders are still there (replicated), and new tokens exceed every token of the old primary.
+    assert_eq!(rc.cmd(&["LEASE", "l0", "1000"]), Value::Nil);
+    let t = int(&rc.cmd(&["LEASE", "fresh", "60000"]));
+    assert!(t > last, "token {t} after promotion is not above {last}");
+    assert_eq!(crate_epoch(t), epoch + 1);
+    // Promises: an older epoch is refused, the promise is kept across a restart.
+    assert!(err(&rc.cmd(&["REPLICATION", "PROMISE", &epoch.to_string()])).starts_with("ERR epoch"));
+    let Value::Array(p) = rc.cmd(&["REPLICATION", "PROMISE", &(epoch + 5).to_string()]) else { panic!() };
+    assert_eq!(int(&p[0]) as u64, epoch + 5);
+    drop(rc);
+    let mut replica = replica;
+    replica.stop();
+    let again = start(&rd, &[]);
+    assert_eq!(again.info_in("replication", "ruvio_promised_epoch").parse::<u64>().unwrap(), epoch + 5);
+}
+
+fn crate_epoch(token: i64) -> u64 {
+    (token >> 53) as u64
+}
+
+/// A fake primary that answers PSYNC with `+CONTINUE` and then the given bytes.
+fn fake_primary(listener: &TcpListener, send: &[u8]) -> String {
+    let (mut s, _) = listener.accept().unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(2).filter(|w| w == b"\r\n").count().ge(&12) {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0);
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).into_owned();
+    let replid = text.split("\r\n").nth(4).unwrap().to_string();
+    s.write_all(format!("+CONTINUE {replid} 0\r\n").as_bytes()).unwrap();
+    s.write_all(send).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    text
+}
+
+/// One framed record as the journal writes it.
+fn record(lsn: u64, args: &[&str], corrupt: bool) -> Vec<u8> {
+    let mut payload = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        payload.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+    }
+    let mut rec = vec![0u8; 29];
+    rec[8..16].copy_from_slice(&lsn.to_le_bytes());
+    rec[16..24].copy_from_slice(&1_800_000_000_000i64.to_le_bytes());
+    rec[28] = 0; // a command record
+    rec.extend_from_slice(&payload);
+    let len = (rec.len() - 29) as u32;
+    rec[0..4].copy_from_slice(&len.to_le_bytes());
+    let mut crc = crc32fast::hash(&rec[8..]);
+    if corrupt {
+        crc ^= 1;
+    }
+    rec[4..8].copy_from_slice(&crc.to_le_bytes());
+    rec
+}
+
+#[test]
+fn a_damaged_or_out_of_order_stream_is_refused_with_a_clear_message() {
+    let rd = temp_dir("repl-damaged-r");
+    let replica = start(&rd, &[]);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut rc = replica.conn();
+    assert!(is_ok(&rc.cmd(&["REPLICAOF", "127.0.0.1", &port.to_string()])));
+    // First link: one good record, then one whose checksum fails.
+    let mut stream = record(1, &["SET", "good", "1"], false);
+    stream.extend(record(2, &["SET", "bad", "1"], true));
+    let psync = fake_primary(&listener, &stream);
+    assert!(psync.contains("PSYNC"));
+    // Second link (the replica retried): a record that skips LSNs.
+    fake_primary(&listener, &record(7, &["SET", "skipped", "1"], false));
+    let log = replica.stderr();
+    assert!(log.contains("fails its checksum"), "{log}");
+    assert!(log.contains("record 7 where 2 was expected"), "{log}");
+    assert_eq!(bulk(&rc.cmd(&["GET", "good"])).as_deref(), Some("1"));
+    assert_eq!(rc.cmd(&["GET", "bad"]), Value::Nil);
+    assert_eq!(rc.cmd(&["GET", "skipped"]), Value::Nil);
+}
