@@ -1,7 +1,7 @@
 //! The one way a command runs: every caller (a client connection, the start-up loader replaying the log, and next
 //! a replica applying its primary's stream) goes through [`execute`], says who it is, and the gates that apply to
-//! it are decided here once: internal records, authentication, subscribed mode, loading, a failing write log, a
-//! record too large to log, MULTI queueing. [`crate::commands::call`] then runs the handler and logs what changed.
+//! it are decided here once: internal records, authentication, subscribed mode, loading, a read-only replica, a
+//! durable connection with too few replicas, a failing write log, a record too large to log, MULTI queueing. [`crate::commands::call`] then runs the handler and logs what changed.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,7 +22,8 @@ use crate::store::Store;
 pub enum Caller {
     /// An application's connection: every gate applies, internal records are refused, commands may block.
     Client,
-    /// A write-log record being applied (the loader at start-up; a replica's stream next): it was accepted once
+    /// A write-log record being applied (the loader at start-up, a replica applying its primary's stream, the
+    /// server undoing a grant it could not make durable): it was accepted once
     /// already, so client gates do not apply; internal records (LOCKSET, ...) run; nothing blocks.
     Replay,
 }
