@@ -5,7 +5,11 @@
 //! `--mode ruvio`: `LEASE key ttl` then, when granted, `RELEASE key token`.
 //! `--mode redis`: `SET key token NX PX ttl` then, when set, `EVALSHA <compare-and-delete> 1 key token`.
 //!
-//! Usage: lock_cycle --port P --mode ruvio|redis [--clients 50] [--keys 10000] [--seconds 10] [--ttl 10000]
+//! `--durable N` (bench/replication.sh): Ruvio connections send `CLIENT DURABILITY REPLICAS N` first, so both the
+//! grant and the release are answered once N replicas fsynced them; Redis connections send `WAIT N 0` after the SET
+//! and after the compare-and-delete (the closest Redis 7.0 has: replicas received it, not fsynced).
+//!
+//! Usage: lock_cycle --port P --mode ruvio|redis [--clients 50] [--keys 10000] [--seconds 10] [--ttl 10000] [--durable 0]
 
 use std::time::{Duration, Instant};
 
@@ -53,10 +57,11 @@ struct Opts {
     keys: u64,
     seconds: u64,
     ttl: u64,
+    durable: u64,
 }
 
 fn parse() -> Opts {
-    let mut o = Opts { port: 6379, redis: false, clients: 50, keys: 10_000, seconds: 10, ttl: 10_000 };
+    let mut o = Opts { port: 6379, redis: false, clients: 50, keys: 10_000, seconds: 10, ttl: 10_000, durable: 0 };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let v = pair.get(1).expect("every option takes a value");
@@ -67,6 +72,7 @@ fn parse() -> Opts {
             "--keys" => o.keys = v.parse().unwrap(),
             "--seconds" => o.seconds = v.parse().unwrap(),
             "--ttl" => o.ttl = v.parse().unwrap(),
+            "--durable" => o.durable = v.parse().unwrap(),
             other => panic!("unknown option {other}"),
         }
     }
@@ -79,6 +85,11 @@ async fn worker(o: Opts, id: usize, sha: String, end: Instant) -> (Vec<u32>, u64
     let mut rng = rand::rngs::StdRng::seed_from_u64(id as u64);
     let mut c = Conn::connect(o.port).await;
     let ttl = o.ttl.to_string();
+    let durable = o.durable.to_string();
+    if o.durable > 0 && !o.redis {
+        let r = c.cmd(&[b"CLIENT", b"DURABILITY", b"REPLICAS", durable.as_bytes()]).await;
+        assert!(matches!(r, Value::Simple(_)), "CLIENT DURABILITY answered {r:?}");
+    }
     let mut lat = Vec::with_capacity(200_000);
     let mut refused = 0;
     let mut n: u64 = 0;
@@ -90,8 +101,15 @@ async fn worker(o: Opts, id: usize, sha: String, end: Instant) -> (Vec<u32>, u64
             let token = format!("{id}-{n}");
             match c.cmd(&[b"SET", key.as_bytes(), token.as_bytes(), b"NX", b"PX", ttl.as_bytes()]).await {
                 Value::Simple(_) => {
+                    if o.durable > 0 {
+                        let w = c.cmd(&[b"WAIT", durable.as_bytes(), b"0"]).await;
+                        assert!(matches!(w, Value::Integer(n) if n as u64 >= o.durable), "WAIT answered {w:?}");
+                    }
                     let r = c.cmd(&[b"EVALSHA", sha.as_bytes(), b"1", key.as_bytes(), token.as_bytes()]).await;
                     assert_eq!(r, Value::Integer(1), "compare-and-delete");
+                    if o.durable > 0 {
+                        c.cmd(&[b"WAIT", durable.as_bytes(), b"0"]).await;
+                    }
                 }
                 Value::Nil => refused += 1,
                 other => panic!("SET answered {other:?}"),

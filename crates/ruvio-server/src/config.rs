@@ -53,6 +53,9 @@ pub struct Config {
     pub auto_aof_rewrite_min_size: u64,
     /// `replicaof host port` at start-up (empty: a primary).
     pub replicaof: String,
+    /// Writes are refused unless this many replicas acknowledged within `min_replicas_max_lag` seconds (0 = off).
+    pub min_replicas_to_write: u64,
+    pub min_replicas_max_lag: u64,
     /// How long a durable write (CLIENT DURABILITY REPLICAS n) waits for its acknowledgements, in ms.
     pub durability_timeout: u64,
     /// Bytes of recent write-log records kept in memory for consumers that fall behind (replicas resuming).
@@ -90,6 +93,8 @@ impl Default for Config {
             repl_backlog_size: 1024 * 1024,
             replicaof: String::new(),
             durability_timeout: 5000,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             aof_load_truncated: true,
             save: String::new(),
             output_normal: OutputLimit { hard: 0, soft: 0, soft_seconds: 0 },
@@ -248,6 +253,8 @@ pub static PARAMS: &[Param] = &[
     Param { name: "appendfilename", get: |c| c.appendfilename.clone(), set: |c, v| { c.appendfilename = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "auto-aof-rewrite-percentage", get: |c| c.auto_aof_rewrite_percentage.to_string(), set: |c, v| { c.auto_aof_rewrite_percentage = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "replicaof", get: |c| c.replicaof.clone(), set: |c, v| { c.replicaof = replicaof_value(v)?; Ok(()) }, mutable: false },
+    Param { name: "min-replicas-to-write", get: |c| c.min_replicas_to_write.to_string(), set: |c, v| { c.min_replicas_to_write = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
+    Param { name: "min-replicas-max-lag", get: |c| c.min_replicas_max_lag.to_string(), set: |c, v| { c.min_replicas_max_lag = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "repl-backlog-size", get: |c| c.repl_backlog_size.to_string(), set: |c, v| { c.repl_backlog_size = mem_between(v, 16 * 1024, i64::MAX as u64)?; Ok(()) }, mutable: true },
     Param { name: "auto-aof-rewrite-min-size", get: |c| c.auto_aof_rewrite_min_size.to_string(), set: |c, v| { c.auto_aof_rewrite_min_size = mem(v)?; Ok(()) }, mutable: true },
@@ -264,7 +271,12 @@ pub static PARAMS: &[Param] = &[
 ];
 
 /// Redis's old names still accepted for a parameter: (alias, name). CONFIG GET answers under whichever it matched.
-pub const ALIASES: &[(&str, &str)] = &[("slave-read-only", "replica-read-only"), ("slaveof", "replicaof")];
+pub const ALIASES: &[(&str, &str)] = &[
+    ("slave-read-only", "replica-read-only"),
+    ("slaveof", "replicaof"),
+    ("min-slaves-to-write", "min-replicas-to-write"),
+    ("min-slaves-max-lag", "min-replicas-max-lag"),
+];
 
 pub fn find_param(name: &str) -> Option<&'static Param> {
     let lname = name.to_ascii_lowercase();

@@ -244,7 +244,7 @@ pub async fn active_expiry(shared: Arc<Shared>) {
             removed += store.dbs[db].active_expire(now, 16);
         }
         if removed > 0 {
-            store.settle_expired(now);
+            store.settle_expired();
             shared.after_command(&mut store, now);
         }
     }

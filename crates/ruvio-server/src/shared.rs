@@ -95,7 +95,8 @@ impl Shared {
         let run_id: String = (0..40).map(|_| format!("{:x}", rng.gen_range(0..16u8))).collect();
         let databases = config.databases;
         let backlog = config.repl_backlog_size as usize;
-        Arc::new(Shared {
+        let min_replicas = (config.min_replicas_to_write, config.min_replicas_max_lag);
+        let shared = Arc::new(Shared {
             config: RwLock::new(config),
             store: Mutex::new(Store::new(databases)),
             clients: Mutex::new(HashMap::new()),
@@ -111,7 +112,14 @@ impl Shared {
             journal: crate::journal::Journal::new(backlog),
             aof: crate::persistence::Aof::default(),
             replication: crate::replication::Replication::default(),
-        })
+        });
+        shared.apply_config_copies(min_replicas);
+        shared
+    }
+
+    /// Config values that subsystems keep copies of (set again by CONFIG SET).
+    fn apply_config_copies(&self, min_replicas: (u64, u64)) {
+        self.replication.set_min_replicas(min_replicas.0, min_replicas.1);
     }
 
     pub fn next_client_id(&self) -> u64 {

@@ -57,7 +57,7 @@ impl Store {
 
     /// Follows up on keys the keyspace removed by itself: logs a DEL for each (so a replayed log and replicas agree)
     /// and wakes waiters of lock keys that went away.
-    pub fn settle_expired(&mut self, now: u64) {
+    pub fn settle_expired(&mut self) {
         for db in 0..self.dbs.len() {
             if !self.dbs[db].has_events() {
                 continue;
@@ -67,14 +67,14 @@ impl Store {
                 self.log(db, vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(&ev.key)]);
                 if ev.was_lock {
                     self.locks.stats.expirations += 1;
-                    crate::locks::engine::on_lock_gone(self, db, &ev.key, now);
+                    self.locks.key_gone(db, &ev.key);
                 }
             }
         }
     }
 
     /// Removes every key of one database (FLUSHDB) or all of them (FLUSHALL), waking lock waiters.
-    pub fn flush(&mut self, db: Option<usize>, now: u64) {
+    pub fn flush(&mut self, db: Option<usize>) {
         let range = match db {
             Some(d) => d..d + 1,
             None => 0..self.dbs.len(),
@@ -86,7 +86,7 @@ impl Store {
             self.locks.fences_mut(d).clear();
             self.locks.disarm_db(d);
             for k in lock_keys {
-                crate::locks::engine::on_lock_gone(self, d, &k, now);
+                self.locks.key_gone(d, &k);
             }
         }
     }

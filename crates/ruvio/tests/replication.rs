@@ -144,6 +144,12 @@ fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
     assert!(err(&rc.cmd(&["WAIT", "1", "10"])).starts_with("ERR WAIT cannot be used with replica instances"));
     // More replicas than exist: WAIT times out with the count reached.
     assert_eq!(int(&c.cmd(&["WAIT", "2", "50"])), 1);
+    // min-replicas-to-write as in Redis (and its old name).
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "min-slaves-to-write", "2"])));
+    assert_eq!(err(&c.cmd(&["SET", "guarded", "1"])), "NOREPLICAS Not enough good replicas to write.");
+    assert_eq!(bulk(&c.cmd(&["GET", "w"])).as_deref(), Some("1"), "reads go on");
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"])));
+    assert!(is_ok(&c.cmd(&["SET", "guarded", "1"])));
 }
 
 #[test]

@@ -118,8 +118,12 @@ impl Server {
                 self.child = None;
                 return false;
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
-                return true;
+            if let Ok(mut probe) = TcpStream::connect(("127.0.0.1", self.port)) {
+                // Listening is not enough: a server still loading its data answers -LOADING (a busy machine can
+                // take longer than the 200 ms after which clients are let in).
+                if !answers_loading(&mut probe) {
+                    return true;
+                }
             }
             thread::sleep(Duration::from_millis(20));
         }
@@ -196,4 +200,12 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Whether a PING on `probe` is answered with -LOADING (any other answer, or none, means the server is past loading).
+fn answers_loading(probe: &mut TcpStream) -> bool {
+    use std::io::{Read, Write};
+    let _ = probe.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reply = [0u8; 8];
+    probe.write_all(b"PING\r\n").is_ok() && probe.read(&mut reply).is_ok_and(|n| reply[..n].starts_with(b"-LOADING"))
 }

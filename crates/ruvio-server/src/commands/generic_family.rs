@@ -260,9 +260,9 @@ fn flushdb(ctx: &mut Ctx) -> Value {
     if !flush_mode_ok(ctx.args) {
         return Value::error(ERR_SYNTAX);
     }
-    let (db, now) = (ctx.client.db, ctx.now);
+    let db = ctx.client.db;
     let store = ctx.store();
-    store.flush(Some(db), now);
+    store.flush(Some(db));
     ctx.propagate_as(vec![Bytes::from_static(b"FLUSHDB")]);
     Value::ok()
 }
@@ -271,9 +271,8 @@ fn flushall(ctx: &mut Ctx) -> Value {
     if !flush_mode_ok(ctx.args) {
         return Value::error(ERR_SYNTAX);
     }
-    let now = ctx.now;
     let store = ctx.store();
-    store.flush(None, now);
+    store.flush(None);
     ctx.propagate_as(vec![Bytes::from_static(b"FLUSHALL")]);
     Value::ok()
 }

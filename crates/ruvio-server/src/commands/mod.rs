@@ -295,7 +295,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let spec = ctx.spec;
         let store = ctx.store();
         // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
-        store.settle_expired(now);
+        store.settle_expired();
         if write && store.log_enabled && store.changes() > changes_before {
             match propagate {
                 crate::context::Propagate::AsIs => store.log(db, args.to_vec()),

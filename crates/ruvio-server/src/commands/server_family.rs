@@ -102,6 +102,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
         return Value::error(format!("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {n}"));
     }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
+    ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
     *ctx.shared.config.write() = next;
     Value::ok()
 }

@@ -49,7 +49,7 @@ fn log_record(store: &mut Store, db: usize, record: impl FnOnce() -> Vec<bytes::
 fn settle_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
     store.dbs[db].get(key, now);
     prune_semaphore(store, db, key, now);
-    store.settle_expired(now);
+    store.settle_expired();
 }
 
 /// Removes semaphore slots whose own TTL ran out. The key itself expires with its last holder (its deadline is
@@ -70,11 +70,10 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
         // The whole key goes: settle_expired logs one DEL and counts one expiration; count the other slots here.
         store.locks.stats.expirations += expired.len() as u64 - 1;
         if store.dbs[db].get(key, now).is_some() {
-            // Deadline inconsistent with the holders (cannot happen through the commands): remove it by hand.
-            let gone = store.dbs[db].remove(key, now).expect("found just above");
-            store.log(db, vec![bytes::Bytes::from_static(b"DEL"), bytes::Bytes::copy_from_slice(key)]);
-            store.locks.stats.expirations += 1;
-            on_lock_removed(store, db, key, &gone, now);
+            // Deadline inconsistent with the holders (cannot happen through the commands): the key is made due, so
+            // the keyspace expires it like any other key and `settle_key` logs that one DEL.
+            store.dbs[db].set_expire(key, now, now);
+            store.dbs[db].get(key, now);
         }
         return;
     }
@@ -313,9 +312,7 @@ pub fn recheck_waiters<'k>(store: &mut Store, db: usize, keys: impl Iterator<Ite
 /// Called when a lock key disappeared (expired, deleted, flushed): its waiters are served after the write that
 /// removed it has been logged (see [`after_command`]).
 pub fn on_lock_gone(store: &mut Store, db: usize, key: &[u8], _now: u64) {
-    if store.locks.has_waiters(db, key) {
-        store.locks.pending.push((db, CompactBytes::new(key)));
-    }
+    store.locks.key_gone(db, key);
 }
 
 /// Called when a command removed the lock `gone` from `key` before its deadlines (DEL, an IFGT write over it): its

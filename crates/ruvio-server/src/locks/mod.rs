@@ -107,6 +107,14 @@ impl Default for LockState {
 }
 
 impl LockState {
+    /// A lock key went away (expired, deleted, flushed): its waiters are served once the write that removed it is
+    /// in the log (see `engine::after_command`).
+    pub fn key_gone(&mut self, db: usize, key: &[u8]) {
+        if self.has_waiters(db, key) {
+            self.pending.push((db, CompactBytes::new(key)));
+        }
+    }
+
     /// Removes every waiter of every key (oldest first per key).
     pub fn take_all_waiters(&mut self) -> Vec<Waiter> {
         self.waiters.iter_mut().flat_map(|m| m.drain().flat_map(|(_, q)| q)).collect()

@@ -306,7 +306,7 @@ pub fn open(shared: &Arc<Shared>, loaded: loader::Loaded) -> Result<(), String> 
     for db in 0..store.dbs.len() {
         removed += store.dbs[db].active_expire(now, crate::keyspace::SEGMENTS);
     }
-    store.settle_expired(now);
+    store.settle_expired();
     shared.commit_log(&mut store);
     if removed > 0 {
         tracing::info!("{removed} keys had expired while the server was down; removed");

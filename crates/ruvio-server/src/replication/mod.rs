@@ -65,6 +65,10 @@ pub struct Replication {
     /// Bumped whenever the role changes, so a link to an old primary notices it must stop.
     generation: AtomicU64,
     next_link: AtomicU64,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds), copied from the config so a write checks them
+    /// without taking the config lock.
+    min_replicas: AtomicU64,
+    min_replicas_max_lag: AtomicU64,
     /// Full and partial (resumed) syncs served since start (INFO).
     pub full_syncs: AtomicU64,
     pub partial_syncs: AtomicU64,
@@ -80,6 +84,8 @@ impl Default for Replication {
             replid: Mutex::new(new_replid()),
             generation: AtomicU64::new(0),
             next_link: AtomicU64::new(1),
+            min_replicas: AtomicU64::new(0),
+            min_replicas_max_lag: AtomicU64::new(10),
             full_syncs: AtomicU64::new(0),
             partial_syncs: AtomicU64::new(0),
         }
@@ -225,6 +231,22 @@ impl Replication {
 
     pub fn downstream(&self) -> Vec<Downstream> {
         self.state.lock().downstream.clone()
+    }
+
+    pub fn set_min_replicas(&self, n: u64, max_lag_s: u64) {
+        self.min_replicas.store(n, Ordering::Release);
+        self.min_replicas_max_lag.store(max_lag_s, Ordering::Release);
+    }
+
+    /// `min-replicas-to-write`: false when fewer replicas than required acknowledged within the allowed lag.
+    pub fn enough_good_replicas(&self) -> bool {
+        let n = self.min_replicas.load(Ordering::Acquire);
+        if n == 0 {
+            return true;
+        }
+        let lag = std::time::Duration::from_secs(self.min_replicas_max_lag.load(Ordering::Acquire));
+        let good = self.state.lock().downstream.iter().filter(|d| d.state == "online" && d.last_ack.elapsed() <= lag).count();
+        good as u64 >= n
     }
 
     /// Replicas streaming now (state `online`).

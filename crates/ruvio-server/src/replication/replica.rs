@@ -173,7 +173,7 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Res
     let result = (|| {
         {
             let mut store = shared.store.lock();
-            store.flush(None, crate::clock::mono_ms());
+            store.flush(None);
             store.log.clear();
             store.locks.tokens.set_epoch(epoch);
         }
@@ -204,6 +204,7 @@ async fn apply_stream(
     let mut shutdown = shared.shutdown.subscribe();
     let mut replayer = Replayer::new();
     let mut sent = (u64::MAX, u64::MAX);
+    let mut sent_at = Instant::now();
     loop {
         // A promise to a newer epoch (a failover under way) ends this link: no more records from, nor
         // acknowledgements to, the old primary.
@@ -224,7 +225,9 @@ async fn apply_stream(
         }
         let received = shared.journal.last_lsn();
         let fsynced = if aof { shared.journal.durability.local().min(received) } else { 0 };
-        if (received, fsynced) != sent && shared.replication.promised_epoch() <= primary_epoch as u64 {
+        // At least once a second even when nothing changed: the primary's min-replicas-max-lag counts on it.
+        let due = (received, fsynced) != sent || sent_at.elapsed() >= Duration::from_secs(1);
+        if due && shared.replication.promised_epoch() <= primary_epoch as u64 {
             let mut out = Vec::new();
             let ack: Vec<Bytes> = vec![
                 Bytes::from_static(b"REPLCONF"),
@@ -236,6 +239,7 @@ async fn apply_stream(
             encode_command(&mut out, &ack);
             wr.write_all(&out).await.map_err(|e| format!("sending an acknowledgement: {e}"))?;
             sent = (received, fsynced);
+            sent_at = Instant::now();
         }
         let need = crate::journal::Need { lsn: received, replicas: 0 };
         tokio::select! {
