@@ -164,6 +164,17 @@ pub struct Watched {
 }
 
 /// State the connection task owns.
+/// What a replica asked for with `PSYNC <replid> <next lsn> <epoch> <appendonly 0|1> <listening port>`: the
+/// connection is handed to the replication link with it.
+#[derive(Debug, Clone)]
+pub struct Handover {
+    pub replid: String,
+    pub next_lsn: u64,
+    pub epoch: u16,
+    pub aof: bool,
+    pub port: u16,
+}
+
 pub struct ClientState {
     pub info: Arc<ClientInfo>,
     pub db: usize,
@@ -186,7 +197,7 @@ pub struct ClientState {
     /// `CLIENT DURABILITY REPLICAS n`: each write is answered once n replicas (and this node) fsynced it.
     pub durability_replicas: usize,
     /// Set by PSYNC: the connection becomes a replication link once this command's batch is done.
-    pub handover: Option<crate::replication::primary::PsyncRequest>,
+    pub handover: Option<Handover>,
 }
 
 impl ClientState {

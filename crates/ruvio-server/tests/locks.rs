@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use ruvio_protocol::{decode_value, encode_command, DecodeLimits, Value};
+use ruvio_server::persistence::format::{decode_command, RECORD_HEADER_LEN};
 use ruvio_server::{Config, Shared};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -703,8 +704,9 @@ async fn lock_keys_and_other_commands() {
 async fn replaying_the_write_log_rebuilds_lock_state() {
     // The append-only log would take the records this test reads; it stands in for the log's consumer instead.
     let a = start_with(data_dir("t"), false).await;
-    // What persistence or replication turns on when they consume the log.
+    // What persistence or replication turns on when they consume the log; this test reads the journal as a consumer.
     a.shared.store.lock().log_enabled = true;
+    let cursor = a.shared.journal.subscribe(a.shared.journal.last_lsn() + 1, true).unwrap();
     let mut c = a.client().await;
     let l = c.token(&["LEASE", "r:lease", "30000"]).await.unwrap();
     c.int(&["RENEW", "r:lease", &l.to_string(), "40000"]).await;
@@ -720,17 +722,19 @@ async fn replaying_the_write_log_rebuilds_lock_state() {
     tokio::time::sleep(Duration::from_millis(80)).await;
     // Let the lock timer remove the short lease and the expired slot (logged as DEL and LOCKDROP).
     assert_eq!(c.info("r:sem").await.unwrap().tokens(), vec![s2]);
-    let records: Vec<Vec<String>> = a
-        .shared
-        .store
-        .lock()
-        .log
-        .iter()
-        .map(|r| {
-            assert_eq!(r.db, 0);
-            r.args.iter().map(|b| String::from_utf8(b.to_vec()).unwrap()).collect()
-        })
-        .collect();
+    a.shared.commit_log(&mut a.shared.store.lock());
+    let mut records: Vec<Vec<String>> = Vec::new();
+    for seg in a.shared.journal.read(cursor).unwrap() {
+        let mut at = 0;
+        while at < seg.bytes.len() {
+            let h = &seg.bytes[at..at + RECORD_HEADER_LEN];
+            let len = u32::from_le_bytes(h[0..4].try_into().unwrap()) as usize;
+            assert_eq!(u32::from_le_bytes(h[24..28].try_into().unwrap()), 0, "db");
+            let args = decode_command(&seg.bytes[at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len]).unwrap();
+            records.push(args.iter().map(|b| String::from_utf8(b.to_vec()).unwrap()).collect());
+            at += RECORD_HEADER_LEN + len;
+        }
+    }
     let names: Vec<&str> = records.iter().map(|r| r[0].as_str()).collect();
     assert!(!names.iter().any(|n| ["LEASE", "RENEW", "RELEASE", "SEMAPHORE", "IFGT"].contains(n)), "{names:?}");
     assert!(names.contains(&"LOCKSET") && names.contains(&"LOCKDROP") && names.contains(&"FENCESET"));

@@ -12,7 +12,7 @@ use super::{eq_ic, int_arg, CommandSpec};
 use crate::context::{Block, Ctx};
 use crate::errors::*;
 use crate::keyspace::Expiry;
-use crate::replication::primary::PsyncRequest;
+use crate::client::Handover;
 use crate::shared::Shared;
 
 macro_rules! cmd {
@@ -247,7 +247,7 @@ fn psync(ctx: &mut Ctx) -> Value {
     if ctx.shared.replication.is_replica() {
         return Value::error(ERR_PSYNC_ON_REPLICA);
     }
-    let req = PsyncRequest {
+    let req = Handover {
         replid: String::from_utf8_lossy(&a[1]).into_owned(),
         next_lsn,
         epoch: epoch.min(u16::MAX as u64) as u16,

@@ -11,6 +11,7 @@
 
 pub mod bytes;
 pub mod glob;
+pub mod lock_values;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 pub use self::bytes::CompactBytes;
-use crate::locks::{Lease, Semaphore};
+pub use self::lock_values::{Holder, Lease, Semaphore};
 
 pub const SEGMENTS: usize = 1024;
 
@@ -356,7 +357,7 @@ impl Db {
 
     /// Changes the semaphore at `key` in place (its holders), keeping the holder count right; None when `key` holds
     /// no live semaphore. The lock engine changes holders only through here.
-    pub fn update_semaphore<R>(&mut self, key: &[u8], now: u64, f: impl FnOnce(&mut crate::locks::Semaphore) -> R) -> Option<R> {
+    pub fn update_semaphore<R>(&mut self, key: &[u8], now: u64, f: impl FnOnce(&mut Semaphore) -> R) -> Option<R> {
         let Some(Data::Semaphore(sem)) = self.get_mut(key, now) else { return None };
         let before = sem.holders.len();
         let out = f(sem);

@@ -10,7 +10,8 @@ use std::collections::VecDeque;
 use ruvio_protocol::Value;
 
 use super::records;
-use super::{Holder, Lease, Semaphore, Want, Waiter};
+use super::{Want, Waiter};
+use crate::keyspace::{Holder, Lease, Semaphore};
 use crate::errors::ERR_WRONGTYPE;
 use crate::keyspace::{CompactBytes, Data, Entry};
 use crate::store::Store;

@@ -2,31 +2,10 @@
 //!
 //! Lock state lives in the keyspace as [`Data::Lease`](crate::keyspace::Data) and
 //! [`Data::Semaphore`](crate::keyspace::Data) values, so TYPE, DEL, TTL and friends see lock keys like any other.
-//! This module holds what is not per key: the token sequence ([`tokens`]) and, per key, the queue of waiting
-//! clients.
+//! This module holds the rules ([`engine`]) and what is not per key: the token sequence ([`tokens`]) and, per key,
+//! the queue of waiting clients. The lock values themselves belong to the keyspace (`keyspace::lock_values`).
 
 pub mod tokens;
-
-/// A single-holder lock. The key's own deadline is the lease's deadline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    pub token: i64,
-}
-
-/// One holder of a semaphore slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Holder {
-    pub token: i64,
-    /// Monotonic deadline in ms.
-    pub deadline: u64,
-}
-
-/// An N-holder lock; each holder has its own token and deadline. The key's deadline is the latest holder's.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Semaphore {
-    pub limit: u32,
-    pub holders: Vec<Holder>,
-}
 
 pub mod engine;
 pub mod records;

@@ -18,7 +18,8 @@
 
 use bytes::Bytes;
 
-use super::{Holder, Lease, Semaphore, Want};
+use super::Want;
+use crate::keyspace::{Holder, Lease, Semaphore};
 use crate::clock;
 use crate::keyspace::{CompactBytes, Data, Entry};
 use crate::store::Store;

@@ -20,7 +20,7 @@ use super::format::{decode_command, open_reader, Cursor, FileKind, ReadError, Re
 use super::manifest::{self, Manifest};
 use crate::dispatch::Replayer;
 use crate::keyspace::{CompactBytes, Data, Entry};
-use crate::locks::{Holder, Lease, Semaphore};
+use crate::keyspace::{Holder, Lease, Semaphore};
 use crate::shared::Shared;
 use crate::store::Store;
 

@@ -18,21 +18,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::TcpStream;
 
+use crate::client::Handover;
 use crate::journal::{ConsumerId, ReadError};
 use crate::shared::Shared;
 
-/// What a replica asked for: `PSYNC <replid> <next lsn> <epoch> <appendonly 0|1> <listening port>`.
-#[derive(Debug, Clone)]
-pub struct PsyncRequest {
-    pub replid: String,
-    pub next_lsn: u64,
-    pub epoch: u16,
-    pub aof: bool,
-    pub port: u16,
-}
-
 /// Serves one replica until the link breaks, this node stops being a primary, or the server shuts down.
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: PsyncRequest) {
+pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: Handover) {
     let ip = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
     // From the first replica on, every write is journaled (as Redis creates its backlog then), appendonly or not.
     shared.store.lock().log_enabled = true;
@@ -48,7 +39,7 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: PsyncRequest) {
     }
 }
 
-async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &PsyncRequest, id: u64) -> Result<(), String> {
+async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: u64) -> Result<(), String> {
     let _ = stream.set_nodelay(true);
     let generation = shared.replication.generation();
     let epoch = shared.store.lock().locks.tokens.epoch();
