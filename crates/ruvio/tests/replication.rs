@@ -420,3 +420,26 @@ fn a_damaged_or_out_of_order_stream_is_refused_with_a_clear_message() {
     assert_eq!(rc.cmd(&["GET", "bad"]), Value::Nil);
     assert_eq!(rc.cmd(&["GET", "skipped"]), Value::Nil);
 }
+
+#[test]
+fn after_a_promotion_the_other_replicas_continue_from_the_new_primary_without_a_snapshot() {
+    let (pd, r1d, r2d) = (temp_dir("repl-switch-p"), temp_dir("repl-switch-r1"), temp_dir("repl-switch-r2"));
+    let mut primary = start(&pd, &[]);
+    let r1 = replica_of(&primary, &r1d, &["--appendfsync", "always"]);
+    let r2 = replica_of(&primary, &r2d, &["--appendfsync", "always"]);
+    let mut c = primary.conn();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    c.cmd(&["LEASE", "held", "60000"]);
+    caught_up(&primary, &r1);
+    caught_up(&primary, &r2);
+    primary.kill9();
+    assert!(is_ok(&r1.conn().cmd(&["REPLICAOF", "NO", "ONE"])));
+    assert!(is_ok(&r2.conn().cmd(&["REPLICAOF", "127.0.0.1", &r1.port.to_string()])));
+    r1.conn().cmd(&["SET", "after", "failover"]);
+    same_data(&r1, &r2);
+    assert_eq!(r1.info_in("replication", "full_syncs"), "0", "new primary stderr: {}", r1.stderr());
+    assert_eq!(r1.info_in("replication", "partial_syncs"), "1");
+    assert_eq!(r2.info_in("replication", "ruvio_epoch"), r1.info_in("replication", "ruvio_epoch"));
+}

@@ -105,7 +105,8 @@ fn promote(shared: &Arc<Shared>, store: &mut crate::store::Store, epoch: Option<
     let epoch = epoch.unwrap_or(own.max(shared.replication.promised_epoch()) + 1).max(own).min(crate::locks::tokens::MAX_EPOCH as u64) as u16;
     store.locks.tokens.set_epoch(epoch);
     let _ = shared.replication.promise(epoch as u64);
-    shared.replication.set_replid(crate::replication::new_replid());
+    // Replicas of the old primary that hold no more than this node resume here without a snapshot.
+    shared.replication.begin_history(shared.journal.last_lsn());
     tracing::warn!("promoted to primary (REPLICAOF NO ONE): failover epoch {epoch}");
 }
 

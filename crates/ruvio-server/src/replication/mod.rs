@@ -62,6 +62,9 @@ pub struct Replication {
     replica: AtomicBool,
     /// This node's replication id: the history its LSNs belong to. A new one at every promotion and full sync.
     replid: Mutex<String>,
+    /// The history this node continued when it was promoted, and its last LSN then: replicas of that history up to
+    /// that LSN resume here instead of taking a snapshot (Redis's replid2 / second_repl_offset).
+    previous: Mutex<Option<(String, u64)>>,
     /// Bumped whenever the role changes, so a link to an old primary notices it must stop.
     generation: AtomicU64,
     next_link: AtomicU64,
@@ -79,6 +82,7 @@ impl Default for Replication {
         Replication {
             state: Mutex::new(State::default()),
             dir: Mutex::new(None),
+            previous: Mutex::new(None),
             promised: AtomicU64::new(0),
             replica: AtomicBool::new(false),
             replid: Mutex::new(new_replid()),
@@ -116,6 +120,22 @@ impl Replication {
     pub fn set_replid(&self, id: String) {
         *self.replid.lock() = id;
         self.save();
+    }
+
+    /// A promotion: a new history begins after `last_lsn`; the old one stays resumable up to there.
+    pub fn begin_history(&self, last_lsn: u64) {
+        let old = self.replid();
+        *self.previous.lock() = Some((old, last_lsn));
+        self.set_replid(new_replid());
+    }
+
+    /// Whether a replica of history `replid` that needs `next_lsn` next can continue this node's history.
+    pub fn continues(&self, replid: &str, next_lsn: u64) -> bool {
+        *self.replid.lock() == replid || self.previous.lock().as_ref().is_some_and(|(id, until)| id == replid && next_lsn <= until + 1)
+    }
+
+    pub fn previous(&self) -> Option<(String, u64)> {
+        self.previous.lock().clone()
     }
 
     pub fn promised_epoch(&self) -> u64 {
@@ -296,9 +316,13 @@ pub fn info_section(shared: &crate::shared::Shared, epoch: u16, out: &mut String
     }
     let backlog = shared.journal.backlog_bytes();
     let promised = r.promised_epoch();
+    let (replid2, second) = match r.previous() {
+        Some((id, until)) => (id, (until + 1) as i64),
+        None => ("0".repeat(40), -1),
+    };
     let _ = write!(
         out,
-        "master_replid:{}\r\nmaster_replid2:0000000000000000000000000000000000000000\r\nmaster_repl_offset:{last}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{backlog}\r\nruvio_epoch:{epoch}\r\nruvio_promised_epoch:{promised}\r\nruvio_lsn:{last}\r\nruvio_fsynced_lsn:{fsynced}\r\nfull_syncs:{}\r\npartial_syncs:{}\r\n",
+        "master_replid:{}\r\nmaster_replid2:{replid2}\r\nmaster_repl_offset:{last}\r\nsecond_repl_offset:{second}\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{backlog}\r\nruvio_epoch:{epoch}\r\nruvio_promised_epoch:{promised}\r\nruvio_lsn:{last}\r\nruvio_fsynced_lsn:{fsynced}\r\nfull_syncs:{}\r\npartial_syncs:{}\r\n",
         r.replid(),
         shared.config.read().repl_backlog_size,
         shared.journal.oldest_lsn(),

@@ -51,7 +51,7 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
         return Err(format!("refused: the replica is at epoch {}, this primary at {epoch}", req.epoch));
     }
     let replid = shared.replication.replid();
-    let resumed = (req.replid == replid).then(|| shared.journal.subscribe(req.next_lsn, false).ok()).flatten();
+    let resumed = shared.replication.continues(&req.replid, req.next_lsn).then(|| shared.journal.subscribe(req.next_lsn, false).ok()).flatten();
     let cursor = match resumed {
         Some(c) => {
             shared.replication.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
