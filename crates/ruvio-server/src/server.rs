@@ -176,7 +176,7 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Ar
 /// `tcp-keepalive N`, as Redis does it: probes after N idle seconds, then every N/3 seconds, three unanswered probes
 /// and the connection is dead. A client that vanished (power loss, cut network) is noticed, and its lock waits and
 /// subscriptions go with it, instead of lingering until the next write to it.
-fn set_keepalive(stream: &TcpStream, secs: u64) {
+pub(crate) fn set_keepalive(stream: &TcpStream, secs: u64) {
     let idle = Duration::from_secs(secs);
     let keepalive = socket2::TcpKeepalive::new()
         .with_time(idle)

@@ -22,6 +22,9 @@ use crate::client::Handover;
 use crate::journal::{ConsumerId, ReadError};
 use crate::shared::Shared;
 
+/// A replica that sent no acknowledgement for this long is disconnected (Redis's `repl-timeout` default).
+const REPLICA_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// Serves one replica until the link breaks, this node stops being a primary, or the server shuts down.
 pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: Handover) {
     let ip = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
@@ -146,6 +149,11 @@ async fn stream_records(
             }
             _ = shutdown.wait_for(|s| *s) => return Ok(()),
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+        // Replicas acknowledge at least once a second: one silent for a minute is gone (Redis's repl-timeout).
+        let silent = shared.replication.downstream().iter().find(|d| d.id == id).map(|d| d.last_ack.elapsed());
+        if silent.is_some_and(|s| s > REPLICA_TIMEOUT) {
+            return Err(format!("no acknowledgement for {} s", REPLICA_TIMEOUT.as_secs()));
         }
         if shared.replication.generation() != generation {
             return Ok(());
