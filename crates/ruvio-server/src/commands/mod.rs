@@ -7,7 +7,9 @@
 
 pub mod connection_family;
 pub mod generic_family;
+pub mod hash_family;
 pub mod lock_family;
+pub mod object_family;
 pub mod persistence_family;
 pub mod pubsub_family;
 pub mod server_family;
@@ -108,7 +110,7 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 8] {
+pub fn families() -> [&'static [CommandSpec]; 10] {
     [
         connection_family::COMMANDS,
         generic_family::COMMANDS,
@@ -118,6 +120,8 @@ pub fn families() -> [&'static [CommandSpec]; 8] {
         server_family::COMMANDS,
         lock_family::COMMANDS,
         persistence_family::COMMANDS,
+        hash_family::COMMANDS,
+        object_family::COMMANDS,
     ]
 }
 

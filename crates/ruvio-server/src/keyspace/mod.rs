@@ -11,6 +11,7 @@
 
 pub mod bytes;
 pub mod glob;
+pub mod hash;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use std::sync::Arc;
 use hashbrown::HashTable;
 
 pub use self::bytes::CompactBytes;
+pub use self::hash::HashValue;
 use crate::locks::{Lease, Semaphore};
 
 pub const SEGMENTS: usize = 1024;
@@ -28,6 +30,8 @@ pub enum Data {
     Str(CompactBytes),
     Lease(Box<Lease>),
     Semaphore(Box<Semaphore>),
+    /// HSET and friends (`keyspace/hash.rs`).
+    Hash(HashValue),
 }
 
 impl Data {
@@ -37,10 +41,11 @@ impl Data {
             Data::Str(_) => "string",
             Data::Lease(_) => "lease",
             Data::Semaphore(_) => "semaphore",
+            Data::Hash(_) => "hash",
         }
     }
     pub fn is_lock(&self) -> bool {
-        !matches!(self, Data::Str(_))
+        matches!(self, Data::Lease(_) | Data::Semaphore(_))
     }
 }
 
@@ -112,7 +117,7 @@ impl LockCounts {
     /// What one value adds to the counts: (lease keys, semaphore keys, holders).
     fn of(data: &Data) -> (usize, usize, usize) {
         match data {
-            Data::Str(_) => (0, 0, 0),
+            Data::Str(_) | Data::Hash(_) => (0, 0, 0),
             Data::Lease(_) => (1, 0, 1),
             Data::Semaphore(sem) => (0, 1, sem.holders.len()),
         }
@@ -303,6 +308,7 @@ impl Db {
                 }
                 Data::Lease(l) => prefetch(&**l as *const Lease as *const u8),
                 Data::Semaphore(sem) => prefetch(&**sem as *const Semaphore as *const u8),
+                Data::Hash(_) => {}
             }
         }
     }
