@@ -468,6 +468,26 @@ impl HashValue {
         }
     }
 
+    /// First stage of a batch prefetch (see `Db::prefetch_hash_fields`): for a table, finds the slot whose tag
+    /// matches `field` (without comparing: only a hint), starts loading its pair and returns its position.
+    pub(super) fn prefetch_slot(&self, field: &[u8]) -> Option<u32> {
+        let View::Table(t) = self.view() else { return None };
+        let &i = t.index.find(hash_of(field), |_| true)?;
+        if let Some(pair) = t.pairs.get(i as usize) {
+            super::prefetch(pair as *const (CompactBytes, CompactBytes) as *const u8);
+        }
+        Some(i)
+    }
+
+    /// Second stage: the pair at `i` has arrived (or is on its way); start loading its field's bytes.
+    pub(super) fn prefetch_field_bytes(&self, i: u32) {
+        if let View::Table(t) = self.view() {
+            if let Some(p) = t.pairs.get(i as usize).and_then(|(f, _)| f.heap_ptr()) {
+                super::prefetch(p);
+            }
+        }
+    }
+
     /// Bytes this value owns on the heap, for memory accounting.
     pub fn heap_size(&self) -> usize {
         match self.view() {
@@ -636,6 +656,29 @@ mod tests {
             assert_eq!(contents(&h.clone()), model);
             assert_eq!(contents(&h.clone().fit(&Limits::default())), model);
         }
+    }
+
+    #[test]
+    fn batch_prefetch_of_fields_is_only_a_hint() {
+        use crate::keyspace::{Data, Db, Entry};
+        let l = Limits { max_entries: 2, max_value: 64 };
+        let mut big = HashValue::new();
+        for i in 0..100 {
+            big.set(format!("field-with-a-long-name:{i}").as_bytes(), b"v", &l);
+        }
+        let mut small = HashValue::new();
+        small.set(b"a", b"1", &l);
+        let mut db = Db::new();
+        db.insert(b"big", Entry::new(Data::Hash(big)));
+        db.insert(b"small", Entry::new(Data::Hash(small)));
+        db.insert(b"s", Entry::new(Data::Str(CompactBytes::new(b"x"))));
+        let names: Vec<String> = (0..300).map(|i| format!("field-with-a-long-name:{}", i % 150)).collect();
+        let batch = names.iter().map(|n| (&b"big"[..], n.as_bytes())).chain([(&b"small"[..], &b"a"[..]), (&b"s"[..], &b"f"[..]), (&b"none"[..], &b"f"[..])]);
+        db.prefetch_hash_fields(batch);
+        let Some(Entry { data: Data::Hash(h), .. }) = db.peek(b"big") else { panic!() };
+        assert_eq!(h.len(), 100);
+        assert_eq!(h.get(b"field-with-a-long-name:7"), Some(&b"v"[..]));
+        assert_eq!(db.len(), 3);
     }
 
     #[test]

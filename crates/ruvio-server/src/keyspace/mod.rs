@@ -313,6 +313,35 @@ impl Db {
         }
     }
 
+    /// [`Db::prefetch`] for the fields of a pipelined batch of hash commands (`(key, field)` pairs): a lookup in a
+    /// large hash waits for its index slot, its pair and the field's bytes in turn; here those loads are started for
+    /// the whole batch, stage by stage, so they overlap. Only a hint, like [`Db::prefetch`].
+    pub fn prefetch_hash_fields<'k>(&self, fields: impl Iterator<Item = (&'k [u8], &'k [u8])>) {
+        const MAX: usize = 128;
+        let mut found: Vec<(&HashValue, u32)> = Vec::new();
+        let mut last: Option<(&[u8], Option<&HashValue>)> = None;
+        for (key, field) in fields.take(MAX) {
+            // Batches usually hit one hash: look the key up once per run of it.
+            let h = match last {
+                Some((k, h)) if k == key => h,
+                _ => {
+                    let h = match self.peek(key) {
+                        Some(Entry { data: Data::Hash(h), .. }) => Some(h),
+                        _ => None,
+                    };
+                    last = Some((key, h));
+                    h
+                }
+            };
+            if let Some(i) = h.and_then(|h| h.prefetch_slot(field)) {
+                found.push((h.expect("found in it"), i));
+            }
+        }
+        for (h, i) in found {
+            h.prefetch_field_bytes(i);
+        }
+    }
+
     /// The live entry at `key`.
     pub fn get(&mut self, key: &[u8], now: u64) -> Option<&Entry> {
         self.expire_if_due(key, now);
