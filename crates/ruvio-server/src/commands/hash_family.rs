@@ -273,6 +273,17 @@ fn hrandfield(ctx: &mut Ctx) -> Value {
         (0..count).map(|_| rng.gen_range(0..len)).collect()
     } else if count as usize >= len {
         (0..len).collect()
+    } else if (count as usize).saturating_mul(3) <= len {
+        // Few of many (Redis's case 4): random positions until `count` distinct ones, without listing them all.
+        let mut seen = std::collections::HashSet::with_capacity(count as usize);
+        let mut picks = Vec::with_capacity(count as usize);
+        while picks.len() < count as usize {
+            let i = rng.gen_range(0..len);
+            if seen.insert(i) {
+                picks.push(i);
+            }
+        }
+        picks
     } else {
         // Distinct positions: a partial Fisher-Yates shuffle.
         let count = count as usize;
