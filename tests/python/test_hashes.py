@@ -193,6 +193,23 @@ def test_hrandfield_single_and_counts(r):
     assert set(r.hrandfield("two", -200)) == {b"x", b"y"}
 
 
+def test_hrandfield_on_a_hashtable(r, small_limits):
+    data = {f"f{i}".encode(): f"v{i}".encode() for i in range(30)}
+    r.hset("h", mapping=data)
+    assert r.object("encoding", "h") == b"hashtable"
+    for count in (1, 5, 10, 20, 29):  # few of many, and most of them: distinct fields either way
+        picked = r.hrandfield("h", count)
+        assert len(picked) == count and len(set(picked)) == count and set(picked) <= set(data), count
+    assert sorted(r.hrandfield("h", 30)) == sorted(data)
+    assert sorted(r.hrandfield("h", 31)) == sorted(data)
+    repeats = r.hrandfield("h", -100)
+    assert len(repeats) == 100 and set(repeats) <= set(data)
+    assert r.hrandfield("h") in data
+    pairs = r.hrandfield("h", 7, withvalues=True)
+    flat = [x for p in pairs for x in p] if pairs and isinstance(pairs[0], list) else pairs
+    assert len(flat) == 14 and all(data[f] == v for f, v in zip(flat[::2], flat[1::2]))
+
+
 def test_hrandfield_withvalues(r):
     data = {f"f{i}".encode(): f"v{i}".encode() for i in range(10)}
     r.hset("h", mapping=data)
