@@ -25,7 +25,7 @@ pub const ERR_HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
 /// HINCRBYFLOAT's increment itself is not finite.
 pub const ERR_NAN_OR_INFINITY: &str = "ERR value is NaN or Infinity";
 /// HRANDFIELD ... WITHVALUES asking for more than LONG_MAX / 2 pairs.
-pub const ERR_VALUE_OUT_OF_RANGE: &str = "ERR value is out of range";
+pub const ERR_RANDFIELD_TOO_MANY: &str = "ERR value is out of range";
 /// HRANDFIELD's count is i64::MIN (Redis accepts -LONG_MAX..LONG_MAX).
 pub const ERR_RANDFIELD_COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
 

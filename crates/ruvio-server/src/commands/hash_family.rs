@@ -250,7 +250,7 @@ fn hrandfield(ctx: &mut Ctx) -> Value {
     let with_values = args.len() == 4;
     let (count, unique) = (l.unsigned_abs(), l >= 0);
     if with_values && count > (i64::MAX / 2) as u64 {
-        return Value::error(ERR_VALUE_OUT_OF_RANGE);
+        return Value::error(ERR_RANDFIELD_TOO_MANY);
     }
     let resp3 = ctx.client.proto == Protocol::Resp3;
     let h = match read_hash(ctx.db(), &args[1], now) {
@@ -263,7 +263,7 @@ fn hrandfield(ctx: &mut Ctx) -> Value {
         return Value::Array(vec![]);
     }
     if !unique && count > MAX_RANDFIELD_REPEATS {
-        return Value::error(ERR_VALUE_OUT_OF_RANGE);
+        return Value::error(ERR_RANDFIELD_TOO_MANY);
     }
     // A packed hash has no random access: list its pairs once.
     let listed: Option<Vec<(&[u8], &[u8])>> = (h.encoding() == "listpack").then(|| h.iter().collect());
