@@ -68,6 +68,10 @@ pub struct Config {
     pub hz: u64,
     /// Threads serving connections (each runs its own event loop); see [`default_io_threads`].
     pub io_threads: usize,
+    /// A hash stays packed (`listpack`) up to this many fields ...
+    pub hash_max_listpack_entries: usize,
+    /// ... none longer than this many bytes (see keyspace/hash.rs).
+    pub hash_max_listpack_value: usize,
 }
 
 impl Default for Config {
@@ -102,6 +106,8 @@ impl Default for Config {
             output_pubsub: OutputLimit { hard: 32 << 20, soft: 8 << 20, soft_seconds: 60 },
             hz: 10,
             io_threads: default_io_threads(),
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
         }
     }
 }
@@ -264,6 +270,8 @@ pub static PARAMS: &[Param] = &[
     Param { name: "io-threads", get: |c| c.io_threads.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 128 { return Err("argument must be between 1 and 128".into()) } c.io_threads = n; Ok(()) }, mutable: false },
     Param { name: "hz", get: |c| c.hz.to_string(), set: |c, v| { let n: u64 = num(v)?; c.hz = n.clamp(1, 500); Ok(()) }, mutable: true },
     // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
+    Param { name: "hash-max-listpack-entries", get: |c| c.hash_max_listpack_entries.to_string(), set: |c, v| { c.hash_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
+    Param { name: "hash-max-listpack-value", get: |c| c.hash_max_listpack_value.to_string(), set: |c, v| { c.hash_max_listpack_value = mem_between(v, 0, i64::MAX as u64)? as usize; Ok(()) }, mutable: true },
     Param { name: "replica-read-only", get: |_| "yes".into(), set: |_, _| Ok(()), mutable: true },
     Param { name: "maxmemory", get: |_| "0".into(), set: |_, v| if v.trim() == "0" { Ok(()) } else { Err("Ruvio has no maxmemory eviction; only 0 is accepted".into()) }, mutable: true },
     Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts; only noeviction is accepted".into()) }, mutable: true },
@@ -276,6 +284,8 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("slaveof", "replicaof"),
     ("min-slaves-to-write", "min-replicas-to-write"),
     ("min-slaves-max-lag", "min-replicas-max-lag"),
+    ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
+    ("hash-max-ziplist-value", "hash-max-listpack-value"),
 ];
 
 pub fn find_param(name: &str) -> Option<&'static Param> {

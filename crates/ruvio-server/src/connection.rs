@@ -264,6 +264,9 @@ impl Connection {
             // A long first argument is rarely a key (ECHO, PUBLISH's message); hashing it would be wasted work.
             let keys = batch.iter().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1)).filter(|k| k.len() <= 512);
             store.dbs[self.state.db].prefetch(keys.map(|k| &k[..]));
+            // Hash commands (H...) name a field next: fetch the fields of a large hash the same way.
+            let fields = batch.iter().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| c | 0x20 == b'h'));
+            store.dbs[self.state.db].prefetch_hash_fields(fields.map(|a| (&a[1][..], &a[2][..])));
         }
         while let Some(args) = batch.pop_front() {
             ran += 1;

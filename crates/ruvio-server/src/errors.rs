@@ -19,6 +19,16 @@ pub const ERR_NX_WITH_XX_GT_LT: &str = "ERR NX and XX, GT or LT options at the s
 pub const ERR_GT_WITH_LT: &str = "ERR GT and LT options at the same time are not compatible";
 pub const ERR_INVALID_CURSOR: &str = "ERR invalid cursor";
 
+// ----- hashes -----
+pub const ERR_HASH_NOT_INTEGER: &str = "ERR hash value is not an integer";
+pub const ERR_HASH_NOT_FLOAT: &str = "ERR hash value is not a float";
+/// HINCRBYFLOAT's increment itself is not finite.
+pub const ERR_NAN_OR_INFINITY: &str = "ERR value is NaN or Infinity";
+/// HRANDFIELD ... WITHVALUES asking for more than LONG_MAX / 2 pairs.
+pub const ERR_RANDFIELD_TOO_MANY: &str = "ERR value is out of range";
+/// HRANDFIELD's count is i64::MIN (Redis accepts -LONG_MAX..LONG_MAX).
+pub const ERR_RANDFIELD_COUNT_RANGE: &str = "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+
 // ----- keys and databases -----
 pub const ERR_NO_SUCH_KEY: &str = "ERR no such key";
 pub const ERR_SAME_OBJECT: &str = "ERR source and destination objects are the same";

@@ -27,9 +27,22 @@ fn err(v: &Value) -> String {
     }
 }
 
+/// Sends SIGSTOP/SIGCONT and waits until the kernel reports the process stopped/running (signals are delivered
+/// asynchronously: a replica could otherwise still acknowledge a write "after" it was paused).
 fn signal(s: &Server, sig: i32) {
     // SAFETY: signalling our own child by pid.
     unsafe { libc::kill(s.child.id() as i32, sig) };
+    let stopped = sig == libc::SIGSTOP;
+    let start = Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", s.child.id())).unwrap_or_default();
+        let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("").to_string();
+        if (state == "T" || state == "t") == stopped {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "process state stayed {state:?}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
 }
 
 fn replica_of(primary: &Server, dir: &std::path::Path, extra: &[&str]) -> Server {
@@ -70,6 +83,12 @@ fn dump(s: &Server) -> BTreeMap<String, String> {
             let value = match ty.as_str() {
                 "string" => bulk(&c.cmd(&["GET", &k])).unwrap_or_default(),
                 "none" => continue,
+                "hash" => {
+                    let Value::Array(flat) = c.cmd(&["HGETALL", &k]) else { panic!("HGETALL") };
+                    let mut pairs: Vec<(String, String)> = flat.chunks(2).map(|p| (bulk(&p[0]).unwrap(), bulk(&p[1]).unwrap())).collect();
+                    pairs.sort();
+                    format!("{pairs:?}")
+                }
                 _ => lock_holders(&c.cmd(&["LOCKINFO", &k])),
             };
             let ttl = int(&c.cmd(&["PTTL", &k])) > 0;
@@ -114,11 +133,14 @@ fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
     int(&c.cmd(&["SEMAPHORE", "sem:a", "3", "60000"]));
     assert!(is_ok(&c.cmd(&["SET", "ttl:a", "x", "PX", "600000"])));
     assert_eq!(int(&c.cmd(&["IFGT", "fenced", &token.to_string(), "guarded"])), 1);
+    assert_eq!(int(&c.cmd(&["HSET", "hash:a", "f1", "v1", "f2", "v2"])), 2);
     let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
     same_data(&primary, &replica);
     // The stream after the snapshot.
     c.cmd(&["INCR", "counter"]);
     c.cmd(&["DEL", "k1"]);
+    c.cmd(&["HSET", "hash:a", "f3", "v3"]);
+    c.cmd(&["HINCRBYFLOAT", "hash:b", "x", "1.5"]);
     assert_eq!(int(&c.cmd(&["RELEASE", "lock:a", &token.to_string()])), 1);
     same_data(&primary, &replica);
     let mut rc = replica.conn();

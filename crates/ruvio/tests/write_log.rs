@@ -34,7 +34,10 @@ fn random_command(r: &mut Rng, tokens: &[i64]) -> Vec<String> {
     let small = (1 + r.below(5)).to_string();
     let token = tokens.get(r.below(tokens.len().max(1) as u64) as usize).copied().unwrap_or(1).to_string();
     let long_ttl = (600_000 + r.below(1000)).to_string();
-    let cmd: Vec<&str> = match r.below(30) {
+    let f = format!("f{}", r.below(6));
+    let f2 = format!("f{}", r.below(6));
+    let long_value = "x".repeat(70); // over hash-max-listpack-value: the hash becomes a table
+    let cmd: Vec<&str> = match r.below(43) {
         0 => vec!["SET", &k, &v],
         1 => vec!["SET", &k, &v, "NX"],
         2 => vec!["SET", &k, &v, "XX", "PX", &long_ttl],
@@ -64,7 +67,17 @@ fn random_command(r: &mut Rng, tokens: &[i64]) -> Vec<String> {
         26 => vec!["MOVE", &k, "2"],
         27 => vec!["SWAPDB", "0", "1"],
         28 => vec!["SETNX", &k, &v],
-        _ => vec!["FLUSHDB"],
+        29 => vec!["FLUSHDB"],
+        30 | 31 => vec!["HSET", &k, &f, &v],
+        32 => vec!["HSET", &k, &f, &v, &f2, &small],
+        33 | 40 | 41 => vec!["HDEL", &k, &f, &f2],
+        34 => vec!["HINCRBY", &k, &f, &small],
+        35 => vec!["HINCRBYFLOAT", &k, &f, "1.5"],
+        36 => vec!["HSETNX", &k, &f, &v],
+        37 => vec!["HMSET", &k, &f, &v, "g", &small],
+        38 => vec!["HDEL", &k, "never-set"],
+        39 => vec!["HSET", &k, &f2, &long_value],
+        _ => vec!["HRANDFIELD", &k, "-3", "WITHVALUES"],
     };
     cmd.into_iter().map(String::from).collect()
 }
@@ -86,6 +99,14 @@ fn dump(server: &Server) -> Vec<String> {
             };
             let value = match ty.as_str() {
                 "string" => bulk(&c.cmd(&["GET", &k])).unwrap_or_default(),
+                "hash" => {
+                    let Value::Array(flat) = c.cmd(&["HGETALL", &k]) else { panic!("HGETALL") };
+                    let mut pairs: Vec<(String, String)> =
+                        flat.chunks(2).map(|p| (bulk(&p[0]).unwrap(), bulk(&p[1]).unwrap())).collect();
+                    pairs.sort();
+                    let encoding = bulk(&c.cmd(&["OBJECT", "ENCODING", &k])).unwrap();
+                    format!("{encoding} {pairs:?}")
+                }
                 _ => format!("{:?}", strip_remaining(c.cmd(&["LOCKINFO", &k]))),
             };
             let ttl = matches!(c.cmd(&["PTTL", &k]), Value::Integer(t) if t >= 0);

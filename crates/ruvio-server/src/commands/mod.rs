@@ -7,7 +7,9 @@
 
 pub mod connection_family;
 pub mod generic_family;
+pub mod hash_family;
 pub mod lock_family;
+pub mod object_family;
 pub mod persistence_family;
 pub mod pubsub_family;
 pub mod replication_family;
@@ -109,7 +111,7 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 9] {
+pub fn families() -> [&'static [CommandSpec]; 11] {
     [
         connection_family::COMMANDS,
         generic_family::COMMANDS,
@@ -120,6 +122,8 @@ pub fn families() -> [&'static [CommandSpec]; 9] {
         lock_family::COMMANDS,
         persistence_family::COMMANDS,
         replication_family::COMMANDS,
+        hash_family::COMMANDS,
+        object_family::COMMANDS,
     ]
 }
 

@@ -164,7 +164,8 @@ fn set(ctx: &mut Ctx) -> Value {
         Some(Entry { data: Data::Str(s), expire_at }) => Some((bulk(s), *expire_at)),
         Some(_) if o.get => return Value::error(ERR_WRONGTYPE),
         Some(e) => {
-            holds_lock = true;
+            // SET replaces any value but a lock (a hash, as in Redis).
+            holds_lock = e.data.is_lock();
             Some((Value::Nil, e.expire_at))
         }
     };
@@ -387,7 +388,7 @@ fn decrby(ctx: &mut Ctx) -> Value {
 }
 
 /// Formats a float as INCRBYFLOAT does: up to 17 significant digits, no exponent, no trailing zeros.
-fn format_float(v: f64) -> String {
+pub(crate) fn format_float(v: f64) -> String {
     // The shortest digits that read back as `v` (at most 17 significant), written out without an exponent as
     // Redis does: 1e300 + 1 is a 1 and 300 zeros, not the 301 digits of the binary value's exact expansion.
     let sci = format!("{v:e}");
@@ -410,7 +411,7 @@ fn format_float(v: f64) -> String {
 /// `a + b` computed in decimal when both fit in 28 significant digits. Redis adds in `long double`, so
 /// `1.1 + 2.2` is `3.3` there; 64-bit floats would say `3.3000000000000003`. Decimal arithmetic gives Redis's
 /// answer for every everyday value; anything larger falls back to floating point.
-fn decimal_sum(a: &[u8], b: &[u8]) -> Option<String> {
+pub(crate) fn decimal_sum(a: &[u8], b: &[u8]) -> Option<String> {
     use rust_decimal::Decimal;
     use std::str::FromStr;
     let parse = |t: &[u8]| {

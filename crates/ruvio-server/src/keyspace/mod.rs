@@ -11,6 +11,7 @@
 
 pub mod bytes;
 pub mod glob;
+pub mod hash;
 pub mod lock_values;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +21,7 @@ use hashbrown::HashTable;
 
 pub use self::bytes::CompactBytes;
 pub use self::lock_values::{Holder, Lease, Semaphore};
+pub use self::hash::HashValue;
 
 pub const SEGMENTS: usize = 1024;
 
@@ -29,6 +31,8 @@ pub enum Data {
     Str(CompactBytes),
     Lease(Box<Lease>),
     Semaphore(Box<Semaphore>),
+    /// HSET and friends (`keyspace/hash.rs`).
+    Hash(HashValue),
 }
 
 impl Data {
@@ -38,10 +42,11 @@ impl Data {
             Data::Str(_) => "string",
             Data::Lease(_) => "lease",
             Data::Semaphore(_) => "semaphore",
+            Data::Hash(_) => "hash",
         }
     }
     pub fn is_lock(&self) -> bool {
-        !matches!(self, Data::Str(_))
+        matches!(self, Data::Lease(_) | Data::Semaphore(_))
     }
 }
 
@@ -113,7 +118,7 @@ impl LockCounts {
     /// What one value adds to the counts: (lease keys, semaphore keys, holders).
     fn of(data: &Data) -> (usize, usize, usize) {
         match data {
-            Data::Str(_) => (0, 0, 0),
+            Data::Str(_) | Data::Hash(_) => (0, 0, 0),
             Data::Lease(_) => (1, 0, 1),
             Data::Semaphore(sem) => (0, 1, sem.holders.len()),
         }
@@ -325,7 +330,37 @@ impl Db {
                 }
                 Data::Lease(l) => prefetch(&**l as *const Lease as *const u8),
                 Data::Semaphore(sem) => prefetch(&**sem as *const Semaphore as *const u8),
+                Data::Hash(_) => {}
             }
+        }
+    }
+
+    /// [`Db::prefetch`] for the fields of a pipelined batch of hash commands (`(key, field)` pairs): a lookup in a
+    /// large hash waits for its index slot, its pair and the field's bytes in turn; here those loads are started for
+    /// the whole batch, stage by stage, so they overlap. Only a hint, like [`Db::prefetch`].
+    pub fn prefetch_hash_fields<'k>(&self, fields: impl Iterator<Item = (&'k [u8], &'k [u8])>) {
+        const MAX: usize = 128;
+        let mut found: Vec<(&HashValue, u32)> = Vec::new();
+        let mut last: Option<(&[u8], Option<&HashValue>)> = None;
+        for (key, field) in fields.take(MAX) {
+            // Batches usually hit one hash: look the key up once per run of it.
+            let h = match last {
+                Some((k, h)) if k == key => h,
+                _ => {
+                    let h = match self.peek(key) {
+                        Some(Entry { data: Data::Hash(h), .. }) => Some(h),
+                        _ => None,
+                    };
+                    last = Some((key, h));
+                    h
+                }
+            };
+            if let Some(i) = h.and_then(|h| h.prefetch_slot(field)) {
+                found.push((h.expect("found in it"), i));
+            }
+        }
+        for (h, i) in found {
+            h.prefetch_field_bytes(i);
         }
     }
 

@@ -4,7 +4,12 @@
 use std::io::{self, Read};
 
 pub const MAGIC: &[u8; 8] = b"RUVIOAOF";
-pub const VERSION: u16 = 1;
+/// The version this build writes. 2 added hashes (the HSET family in logs, key records of type 3 in snapshots); a
+/// version 1 file is a valid version 2 file, so both are read. Older builds refuse version 2 files instead of
+/// loading a data set they cannot represent.
+pub const VERSION: u16 = 2;
+/// The oldest version this build reads.
+pub const MIN_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 32;
 /// payload length u32, crc u32, lsn u64, wall ms i64, db u32, kind u8.
 pub const RECORD_HEADER_LEN: usize = 29;
@@ -60,8 +65,8 @@ impl FileHeader {
             return Err("file header checksum mismatch".into());
         }
         let version = u16::from_le_bytes([h[8], h[9]]);
-        if version != VERSION {
-            return Err(format!("unsupported format version {version} (this build reads {VERSION})"));
+        if !(MIN_VERSION..=VERSION).contains(&version) {
+            return Err(format!("unsupported format version {version} (this build reads {MIN_VERSION} to {VERSION})"));
         }
         let kind = match u16::from_le_bytes([h[10], h[11]]) {
             1 => FileKind::Log,
@@ -393,6 +398,18 @@ mod tests {
                 Ok(None) => return (out, None),
                 Err(e) => return (out, Some(e)),
             }
+        }
+    }
+
+    #[test]
+    fn version_1_files_are_read_and_unknown_versions_refused() {
+        let mut h = FileHeader { kind: FileKind::Snapshot, lsn: 9, created_wall_ms: 5 }.encode();
+        assert_eq!(u16::from_le_bytes([h[8], h[9]]), VERSION);
+        for (version, ok) in [(1u16, true), (VERSION, true), (VERSION + 1, false), (0, false)] {
+            h[8..10].copy_from_slice(&version.to_le_bytes());
+            let crc = crc32fast::hash(&h[0..28]);
+            h[28..32].copy_from_slice(&crc.to_le_bytes());
+            assert_eq!(FileHeader::decode(&h).is_ok(), ok, "version {version}");
         }
     }
 

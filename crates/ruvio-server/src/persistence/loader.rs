@@ -99,6 +99,7 @@ pub(crate) fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u
     }
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let mut keys = 0;
+    let hash_limits = crate::commands::hash_family::limits(&shared.config.read());
     let mut store = shared.store.lock();
     let databases = store.dbs.len();
     let mut ended = false;
@@ -119,7 +120,7 @@ pub(crate) fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u
         let bad = |reason: String| format!("{} at offset {}: {reason}", path.display(), rec.offset);
         match rec.kind {
             RecordKind::Key => {
-                let (key, entry) = decode_key(&rec.payload).map_err(bad)?;
+                let (key, mut entry) = decode_key(&rec.payload).map_err(bad)?;
                 // Lock holders need their deadlines on the lock timer, as a grant would have put them there.
                 match &entry.data {
                     Data::Lease(l) => {
@@ -133,6 +134,12 @@ pub(crate) fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u
                         }
                     }
                     Data::Str(_) => {}
+                    Data::Hash(_) => {
+                        // A large hash comes in several records (see hash_records): the first makes it.
+                        if super::hash_records::merge(&mut store.dbs[db], key, &mut entry, &hash_limits) {
+                            continue;
+                        }
+                    }
                 }
                 store.dbs[db].insert(key, entry);
                 keys += 1;
@@ -174,6 +181,7 @@ pub fn decode_key(p: &[u8]) -> Result<(&[u8], Entry), String> {
     let data = match ty {
         0 => Data::Str(CompactBytes::new(c.bytes()?)),
         1 => Data::Lease(Box::new(Lease { token: c.i64()? })),
+        3 => Data::Hash(super::hash_records::decode(&mut c)?),
         2 => {
             let limit = c.u32()?;
             let n = c.u32()? as usize;

@@ -12,6 +12,7 @@
 
 pub mod check;
 pub mod format;
+pub mod hash_records;
 pub mod loader;
 pub mod manifest;
 pub mod rewrite;

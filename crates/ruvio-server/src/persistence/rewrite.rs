@@ -212,6 +212,10 @@ fn write_snapshot(shared: &Shared, tmp: &std::path::Path, lsn: u64, databases: u
 /// Snapshot key payload; see `loader::decode_key`.
 pub fn encode_key(buf: &mut Vec<u8>, lsn: u64, wall: i64, db: u32, key: &[u8], e: &Entry, wall_minus_mono: i64) {
     let to_wall = |mono: u64| (mono as i64 + wall_minus_mono).max(1);
+    if let Data::Hash(h) = &e.data {
+        let expire = if e.expire_at == 0 { 0 } else { to_wall(e.expire_at) };
+        return super::hash_records::encode(buf, lsn, wall, db, key, expire, h);
+    }
     encode_record(buf, lsn, wall, db, RecordKind::Key, |o| {
         let expire = if e.expire_at == 0 { 0 } else { to_wall(e.expire_at) };
         o.extend_from_slice(&expire.to_le_bytes());
@@ -226,6 +230,7 @@ pub fn encode_key(buf: &mut Vec<u8>, lsn: u64, wall: i64, db: u32, key: &[u8], e
                 put_bytes(o, key);
                 o.extend_from_slice(&l.token.to_le_bytes());
             }
+            Data::Hash(_) => unreachable!("written above"),
             Data::Semaphore(s) => {
                 o.push(2);
                 put_bytes(o, key);
