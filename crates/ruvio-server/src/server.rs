@@ -239,6 +239,7 @@ pub async fn active_expiry(shared: Arc<Shared>) {
         }
         let now = crate::clock::mono_ms();
         let mut store = shared.store.lock();
+        store.now = now;
         let mut removed = 0;
         for db in 0..store.dbs.len() {
             removed += store.dbs[db].active_expire(now, 16);

@@ -13,6 +13,9 @@ use crate::locks::LockState;
 pub struct LogRecord {
     pub db: usize,
     pub args: Vec<Bytes>,
+    /// The instant the write ran (Unix ms): a replay runs it at this instant again, so whatever it decided by time
+    /// (an expired key, a holder whose TTL ran out) comes out the same.
+    pub wall_ms: i64,
 }
 
 pub struct Store {
@@ -23,6 +26,9 @@ pub struct Store {
     /// Whether anything consumes `log` (persistence, replication). When nothing does, records are not kept:
     /// an unconsumed log would grow without bound.
     pub log_enabled: bool,
+    /// The instant (monotonic ms) of the command or event running now, set by whoever runs it; the records it logs
+    /// carry it. 0: not set (the wall clock is read instead).
+    pub now: u64,
     /// This node is a replica: its primary's records decide every change, expiries and lock ends included.
     pub replica: bool,
     /// Keys removed because their deadline passed, found on access, by active expiry or by the lock timer
@@ -32,7 +38,7 @@ pub struct Store {
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, replica: false, expired_keys: 0 }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, replica: false, expired_keys: 0 }
     }
 
     /// Who removes expired keys in every database (see [`crate::keyspace::Expiry`]).
@@ -51,7 +57,8 @@ impl Store {
     /// Appends a record to the write log.
     pub fn log(&mut self, db: usize, args: Vec<Bytes>) {
         if self.log_enabled {
-            self.log.push(LogRecord { db, args });
+            let wall_ms = if self.now == 0 { crate::clock::wall_ms() } else { crate::clock::mono_to_wall(self.now) };
+            self.log.push(LogRecord { db, args, wall_ms });
         }
     }
 

@@ -287,7 +287,15 @@ mod tests {
 
 /// Runs a resolved command: the handler, then the write log and expiry follow-ups.
 pub fn call(ctx: &mut Ctx) -> Value {
-    let changes_before = if ctx.spec.has(flags::WRITE) { ctx.store().changes() } else { 0 };
+    let changes_before = if ctx.spec.has(flags::WRITE) {
+        let now = ctx.now;
+        let store = ctx.store();
+        // What this command logs (the lock engine's records included) carries its instant.
+        store.now = now;
+        store.changes()
+    } else {
+        0
+    };
     let reply = (ctx.spec.handler)(ctx);
     if ctx.is_locked() {
         let now = ctx.now;
@@ -298,6 +306,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let shared = ctx.shared;
         let spec = ctx.spec;
         let store = ctx.store();
+        store.now = now;
         // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
         store.settle_expired();
         if write && store.log_enabled && store.changes() > changes_before {

@@ -93,8 +93,8 @@ fn exec(ctx: &mut Ctx) -> Value {
     let db = ctx.client.db;
     let store = ctx.store();
     if store.log.len() > log_start + 1 {
-        let first_db = store.log[log_start].db;
-        store.log.insert(log_start, crate::store::LogRecord { db: first_db, args: vec![bytes::Bytes::from_static(b"MULTI")] });
+        let (first_db, wall_ms) = (store.log[log_start].db, store.log[log_start].wall_ms);
+        store.log.insert(log_start, crate::store::LogRecord { db: first_db, args: vec![bytes::Bytes::from_static(b"MULTI")], wall_ms });
         store.log(db, vec![bytes::Bytes::from_static(b"EXEC")]);
     }
     ctx.propagate_nothing();

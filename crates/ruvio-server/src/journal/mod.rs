@@ -169,7 +169,6 @@ impl Journal {
         if store.log.is_empty() {
             return (self.last_lsn(), 0);
         }
-        let wall = crate::clock::wall_ms();
         let mut b = self.backlog.lock();
         if b.open.is_empty() {
             b.open_first = b.next_lsn;
@@ -177,7 +176,7 @@ impl Journal {
         for rec in store.log.drain(..) {
             let lsn = b.next_lsn;
             b.next_lsn += 1;
-            encode_record(&mut b.open, lsn, wall, rec.db as u32, RecordKind::Command, |o| encode_command(o, &rec.args));
+            encode_record(&mut b.open, lsn, rec.wall_ms, rec.db as u32, RecordKind::Command, |o| encode_command(o, &rec.args));
         }
         let last = b.next_lsn - 1;
         let open = b.open.len();

@@ -14,9 +14,11 @@ pub async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let next = {
+            let now = clock::mono_ms();
             let mut store = shared.store.lock();
+            store.now = now;
             // A replica's holders end when its primary's records say so.
-            if store.replica { None } else { super::engine::expire_due(&mut store, clock::mono_ms()) }
+            if store.replica { None } else { super::engine::expire_due(&mut store, now) }
         };
         let sleep = match next {
             Some(deadline) => Duration::from_millis(deadline.saturating_sub(clock::mono_ms())),
