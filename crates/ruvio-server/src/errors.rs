@@ -144,3 +144,40 @@ pub const ERR_EPOCH_RANGE: &str = "ERR epoch must be an integer between 0 and 10
 pub fn epoch_older_than_promised(epoch: u64, promised: u64) -> String {
     format!("ERR epoch {epoch} is older than the promised epoch {promised}")
 }
+
+// Texts that quote an argument (Redis's exact wording).
+pub fn config_set_unknown(name: &str) -> Value {
+    Value::error(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"))
+}
+
+pub fn config_set_failed(name: &str, reason: &str) -> Value {
+    Value::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"))
+}
+
+pub fn hello_syntax(option: &[u8]) -> Value {
+    Value::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(option)))
+}
+
+pub fn setinfo_unrecognized(attr: &[u8]) -> Value {
+    Value::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)))
+}
+
+pub fn setinfo_bad_value(attr: &[u8]) -> Value {
+    Value::error(format!("ERR {} cannot contain spaces, newlines or special characters.", String::from_utf8_lossy(attr)))
+}
+
+pub fn unknown_client_type(t: &str) -> Value {
+    Value::error(format!("ERR Unknown client type '{t}'"))
+}
+
+pub fn no_such_user(u: &str) -> Value {
+    Value::error(format!("ERR No such user '{u}'"))
+}
+
+pub fn invalid_db_index(which: &str) -> Value {
+    Value::error(format!("ERR invalid {which} DB index"))
+}
+
+pub fn unsupported_option(opt: &[u8]) -> Value {
+    Value::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(opt)))
+}

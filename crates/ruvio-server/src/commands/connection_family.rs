@@ -136,7 +136,7 @@ fn hello(ctx: &mut Ctx) -> Value {
             setname = Some(args[i + 1].clone());
             i += 2;
         } else {
-            return Value::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(&args[i])));
+            return crate::errors::hello_syntax(&args[i]);
         }
     }
     if !ctx.client.authenticated {
@@ -220,11 +220,11 @@ fn client_setinfo(ctx: &mut Ctx) -> Value {
     let (attr, value) = (&ctx.args[2], &ctx.args[3]);
     let is_name = eq_ic(attr, "lib-name");
     if !is_name && !eq_ic(attr, "lib-ver") {
-        return Value::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)));
+        return crate::errors::setinfo_unrecognized(attr);
     }
     // As Redis 7.2: the option is echoed as given.
     if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
-        return Value::error(format!("ERR {} cannot contain spaces, newlines or special characters.", String::from_utf8_lossy(attr)));
+        return crate::errors::setinfo_bad_value(attr);
     }
     let text = String::from_utf8_lossy(value).into_owned();
     if is_name {
@@ -260,7 +260,7 @@ fn client_list(ctx: &mut Ctx) -> Value {
         } else if eq_ic(&args[2], "type") && args.len() == 4 {
             let t = String::from_utf8_lossy(&args[3]).to_ascii_lowercase();
             if !["normal", "master", "replica", "slave", "pubsub"].contains(&t.as_str()) {
-                return Value::error(format!("ERR Unknown client type '{}'", String::from_utf8_lossy(&args[3])));
+                return crate::errors::unknown_client_type(&String::from_utf8_lossy(&args[3]));
             }
             type_filter = Some(t);
         } else {
@@ -329,14 +329,14 @@ fn client_kill(ctx: &mut Ctx) -> Value {
             },
             "type" => match client_type_by_name(&v) {
                 Some(t) => by_type = Some(t),
-                None => return Value::error(format!("ERR Unknown client type '{v}'")),
+                None => return crate::errors::unknown_client_type(&v),
             },
             "addr" => by_addr = Some(v),
             "laddr" => by_laddr = Some(v),
             // Every connection runs as the one user, `default` (no ACL users yet).
             "user" => {
                 if v != "default" {
-                    return Value::error(format!("ERR No such user '{v}'"));
+                    return crate::errors::no_such_user(&v);
                 }
             }
             "skipme" => match v.to_ascii_lowercase().as_str() {

@@ -232,7 +232,7 @@ fn swapdb(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let count = ctx.store().dbs.len() as i64;
     let parse = |a: &[u8], which: &str| -> Result<usize, Value> {
-        let n = super::parse_i64(a).ok_or_else(|| Value::error(format!("ERR invalid {which} DB index")))?;
+        let n = super::parse_i64(a).ok_or_else(|| invalid_db_index(which))?;
         if n < 0 || n >= count {
             return Err(Value::error(ERR_DB_INDEX_RANGE));
         }
@@ -292,7 +292,7 @@ fn expire_generic(ctx: &mut Ctx, millis: bool, absolute: bool) -> Value {
             "xx" => xx = true,
             "gt" => gt = true,
             "lt" => lt = true,
-            _ => return Value::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(opt))),
+            _ => return unsupported_option(opt),
         }
     }
     if nx && (xx || gt || lt) {

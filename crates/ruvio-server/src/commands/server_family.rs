@@ -81,25 +81,25 @@ fn config_set(ctx: &mut Ctx) -> Value {
         let name = String::from_utf8_lossy(&pair[0]).into_owned();
         let value = String::from_utf8_lossy(&pair[1]).into_owned();
         let Some(param) = find_param(&name) else {
-            return Value::error(format!("ERR Unknown option or number of arguments for CONFIG SET - '{name}'"));
+            return config_set_unknown(&name);
         };
         // A parameter named twice (or by its old and new name) is refused, as in Redis 7.
         if seen.contains(&param.name) {
-            return Value::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"));
+            return config_set_failed(&name, "duplicate parameter");
         }
         seen.push(param.name);
         if !param.mutable {
-            return Value::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"));
+            return config_set_failed(&name, "can't set immutable config");
         }
         if let Err(reason) = (param.set)(&mut next, &value) {
-            return Value::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"));
+            return config_set_failed(&name, &reason);
         }
     }
     // More clients need more file descriptors: refused, as in Redis, when the limit cannot be raised to fit them.
     let (old_max, io_threads) = { let c = ctx.shared.config.read(); (c.maxclients, c.io_threads) };
     let fits = if next.maxclients > old_max { crate::server::fit_fd_limit(next.maxclients, io_threads) } else { Ok((next.maxclients, None)) };
     if let Some(n) = fits.map_or(Some(0), |(n, _)| (n < next.maxclients).then_some(n)) {
-        return Value::error(format!("ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating system is not able to handle the specified number of clients, try with {n}"));
+        return config_set_failed("maxclients", &format!("The operating system is not able to handle the specified number of clients, try with {n}"));
     }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
     ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
