@@ -96,4 +96,4 @@ for _ in $(seq 100); do
   r=$(redis-cli -p $RR info replication | awk -F: '/^ruvio_lsn/ {print $2+0}')
   [ "$p" = "$r" ] && break; sleep 0.1
 done
-echo "async: redis-benchmark -t set -P 16 -n 2000000 on the primary: $(tr '\r' '\n' < "$BENCH_WORK/rb.out" | grep -o 'SET: [0-9.]* requests per second' | tail -1); replica lag sampled every 100 ms: max ${max_lag} records over $samples samples; caught up at LSN $r (primary $p)"
+echo "async: redis-benchmark -t set -P 16 -n 2000000 on the primary: $(tr '\r' '\n' < "$BENCH_WORK/rb.out" | grep -o 'SET: [0-9.]* requests per second' | tail -1); replica lag sampled every 100 ms: max ${max_lag} records over $samples samples; caught up at LSN $r (primary $p); full syncs served: $(redis-cli -p $RP info replication | awk -F: '/^full_syncs/ {print $2+0}') (1 = only the initial one)"

@@ -302,7 +302,8 @@ fn expire_generic(ctx: &mut Ctx, millis: bool, absolute: bool) -> Value {
         return Value::error(ERR_GT_WITH_LT);
     }
     let invalid = || invalid_expire(name);
-    let wall_now = clock::wall_ms();
+    // The command's own instant, not the clock's: a replayed EXPIREAT must find "in the past" exactly as it did live.
+    let wall_now = clock::mono_to_wall(now);
     let Some(wall) = clock::ttl_to_wall(amount, millis, absolute, wall_now) else { return invalid() };
     let ms = if millis { amount } else { amount * 1000 };
     let db = ctx.db();
