@@ -59,6 +59,8 @@ pub struct Config {
     pub hz: u64,
     /// Threads serving connections (each runs its own event loop); see [`default_io_threads`].
     pub io_threads: usize,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), ms: past it, a running script makes others get -BUSY.
+    pub busy_reply_threshold: u64,
 }
 
 impl Default for Config {
@@ -88,6 +90,7 @@ impl Default for Config {
             output_pubsub: OutputLimit { hard: 32 << 20, soft: 8 << 20, soft_seconds: 60 },
             hz: 10,
             io_threads: default_io_threads(),
+            busy_reply_threshold: 5000,
         }
     }
 }
@@ -232,6 +235,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "save", get: |c| c.save.clone(), set: |c, v| { c.save = save_points(v)?; Ok(()) }, mutable: true },
     Param { name: "client-output-buffer-limit", get: format_output_limits, set: set_output_limits, mutable: true },
     Param { name: "io-threads", get: |c| c.io_threads.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 128 { return Err("argument must be between 1 and 128".into()) } c.io_threads = n; Ok(()) }, mutable: false },
+    Param { name: "busy-reply-threshold", get: |c| c.busy_reply_threshold.to_string(), set: |c, v| { c.busy_reply_threshold = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "hz", get: |c| c.hz.to_string(), set: |c, v| { let n: u64 = num(v)?; c.hz = n.clamp(1, 500); Ok(()) }, mutable: true },
     // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
     Param { name: "replica-read-only", get: |_| "yes".into(), set: |_, _| Ok(()), mutable: true },
@@ -241,7 +245,7 @@ pub static PARAMS: &[Param] = &[
 ];
 
 /// Redis's old names still accepted for a parameter: (alias, name). CONFIG GET answers under whichever it matched.
-pub const ALIASES: &[(&str, &str)] = &[("slave-read-only", "replica-read-only")];
+pub const ALIASES: &[(&str, &str)] = &[("slave-read-only", "replica-read-only"), ("lua-time-limit", "busy-reply-threshold")];
 
 pub fn find_param(name: &str) -> Option<&'static Param> {
     let lname = name.to_ascii_lowercase();

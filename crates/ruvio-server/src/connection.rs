@@ -233,7 +233,7 @@ impl Connection {
         guard: &mut Option<MutexGuard<'g, Store>>,
     ) -> (Step, Option<Block>) {
         let mut ran = 0;
-        if batch.len() > 1 && !shared.loading.load(Ordering::Acquire) {
+        if batch.len() > 1 && !shared.loading.load(Ordering::Acquire) && !shared.scripts.run.running.load(Ordering::Acquire) {
             // Most commands name their key first: start fetching every key of the batch before running any.
             // (Not while loading: commands allowed then need no keys, and the loader holds the store in turns.)
             let store = guard.get_or_insert_with(|| shared.store.lock());
@@ -285,6 +285,10 @@ impl Connection {
             tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
             return (None, None);
         }
+        // While a script runs, wait for it without parking on the store lock, and answer -BUSY once it is long.
+        if let Some(busy) = crate::scripting::busy_gate(shared, args, guard.is_some()) {
+            return (Some(busy), None);
+        }
         let (reply, block) = crate::dispatch::execute(crate::dispatch::Caller::Client, now, shared, &mut self.state, args, guard);
         (Some(reply), block)
     }
@@ -324,6 +328,15 @@ impl Connection {
             _ = info.kill_notify.notified() => Outcome::Gone,
         };
         self.state.info.blocked.store(false, Ordering::Relaxed);
+        // A wait with no deadline and nothing to give back (EVAL running on the script thread, SAVE) has nothing
+        // to withdraw under the store lock; not taking it keeps this I/O thread free while a long script runs.
+        if abandon.is_none() && timeout.is_none() && !matches!(outcome, Outcome::Value(_)) {
+            rx.close();
+            return match outcome {
+                Outcome::Gone => None,
+                _ => Some(rx.try_recv().unwrap_or(timeout_reply)),
+            };
+        }
         match outcome {
             Outcome::Value(v) => Some(v),
             Outcome::Ended => {

@@ -25,6 +25,10 @@ pub enum Caller {
     /// A write-log record being applied (the loader at start-up; a replica's stream next): it was accepted once
     /// already, so client gates do not apply; internal records (LOCKSET, ...) run; nothing blocks.
     Replay,
+    /// A command a script runs (`redis.call`): the EVAL passed the client gates already; the script's own rules
+    /// (no scripting/transaction/subscribe commands, read-only scripts) are checked by `scripting` first; nothing
+    /// blocks (LEASE ... WAIT answers at once, as inside EXEC).
+    Script,
 }
 
 

@@ -66,6 +66,8 @@ pub struct Shared {
     pub bound_port: AtomicU64,
     /// Persistence: the write log's queue, durability progress and status.
     pub aof: crate::persistence::Aof,
+    /// Lua scripting: the engine, the script running now (for BUSY and SCRIPT KILL), INFO figures.
+    pub scripts: crate::scripting::Scripting,
 }
 
 impl Shared {
@@ -96,6 +98,7 @@ impl Shared {
             lock_timer: Notify::new(),
             bound_port: AtomicU64::new(0),
             aof: crate::persistence::Aof::default(),
+            scripts: crate::scripting::Scripting::default(),
         })
     }
 

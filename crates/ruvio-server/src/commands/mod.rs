@@ -9,6 +9,7 @@ pub mod connection_family;
 pub mod generic_family;
 pub mod lock_family;
 pub mod persistence_family;
+pub mod scripting_family;
 pub mod pubsub_family;
 pub mod server_family;
 pub mod string_family;
@@ -108,7 +109,7 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 8] {
+pub fn families() -> [&'static [CommandSpec]; 9] {
     [
         connection_family::COMMANDS,
         generic_family::COMMANDS,
@@ -118,6 +119,7 @@ pub fn families() -> [&'static [CommandSpec]; 8] {
         server_family::COMMANDS,
         lock_family::COMMANDS,
         persistence_family::COMMANDS,
+        scripting_family::COMMANDS,
     ]
 }
 

@@ -14,7 +14,11 @@ pub async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let next = {
-            let mut store = shared.store.lock();
+            // Bounded wait: a long script holds the store lock, and this runtime also accepts connections.
+            let Some(mut store) = shared.store.try_lock_for(Duration::from_millis(10)) else {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            };
             super::engine::expire_due(&mut store, clock::mono_ms())
         };
         let sleep = match next {
