@@ -169,7 +169,7 @@ impl Engine {
         lua.load(PRELUDE).set_name("=ruvio_env").call::<()>((base, bridge.clone(), globals))?;
         let handler = lua.create_function(error_handler)?;
         // Checked every 10k instructions: SCRIPT KILL / SHUTDOWN NOSAVE stop the script at the next check.
-        lua.set_hook(HookTriggers::new().every_nth_instruction(10_000), move |_lua, _debug| {
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(10_000), move |_lua, _debug| {
             if run.kill.load(Ordering::Acquire) != KILL_NONE {
                 return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
             }
