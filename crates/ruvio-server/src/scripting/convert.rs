@@ -115,7 +115,7 @@ fn to_reply(v: &LuaValue, resp: u8, depth: usize) -> Value {
     }
     match v {
         LuaValue::String(s) => Value::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
-        LuaValue::Integer(n) => Value::Integer(*n as i64),
+        LuaValue::Integer(n) => Value::Integer(*n),
         // Redis truncates a Lua number to an integer (3.99 -> 3).
         LuaValue::Number(n) => Value::Integer(truncate(*n)),
         LuaValue::Boolean(true) if resp == 3 => Value::Boolean(true),

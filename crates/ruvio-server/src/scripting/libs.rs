@@ -358,7 +358,7 @@ fn mp_len(n: usize, fix: u8, fixmax: usize, m16: u8, m32: u8, out: &mut Vec<u8>)
 fn mp_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
     match v {
         LuaValue::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
-        LuaValue::Integer(i) => mp_int(*i as i64, out),
+        LuaValue::Integer(i) => mp_int(*i, out),
         LuaValue::Number(n) if *n == n.trunc() && n.abs() < 9.2e18 => mp_int(*n as i64, out),
         LuaValue::Number(n) => {
             if (*n as f32) as f64 == *n {
