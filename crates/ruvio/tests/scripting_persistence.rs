@@ -54,6 +54,27 @@ fn script_writes_survive_kill9() {
 }
 
 #[test]
+fn functions_survive_log_compaction_and_restart() {
+    let dir = temp_dir("scripting-functions-compaction");
+    let mut server = start(&dir, &["--appendfsync", "always"]);
+    let mut c = server.conn();
+    let lib = "#!lua name=clib\nredis.register_function('cget', function(keys) return redis.call('get', keys[1]) end)";
+    assert_eq!(bulk(&c.cmd(&["FUNCTION", "LOAD", lib])), Some("clib".into()));
+    assert!(is_ok(&c.cmd(&["SET", "ck", "cv"])));
+    assert!(is_ok(&c.cmd(&["SAVE"])));
+    server.kill9();
+    let mut server = start(&dir, &["--appendfsync", "always"]);
+    let mut c = server.conn();
+    assert_eq!(c.cmd(&["FCALL", "cget", "1", "ck"]), Value::Bulk("cv".into()));
+    // A library deleted after the compaction stays deleted.
+    assert!(is_ok(&c.cmd(&["FUNCTION", "DELETE", "clib"])));
+    server.kill9();
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert!(matches!(c.cmd(&["FCALL", "cget", "1", "ck"]), Value::Error(_)));
+}
+
+#[test]
 fn log_holds_effects_in_multi_exec_never_the_script() {
     let dir = temp_dir("scripting-effects");
     let mut server = start(&dir, &["--appendfsync", "always"]);

@@ -97,6 +97,8 @@ fn run(shared: &Arc<Shared>) -> Result<(), String> {
         for db in store.dbs.iter_mut() {
             db.begin_capture();
         }
+        // Function libraries are not in the snapshot: they start the new log file instead.
+        crate::scripting::relog_functions(shared, &mut store);
         let wall = crate::clock::wall_ms();
         let tokens = &store.locks.tokens;
         encode_record(&mut buf, lsn, wall, 0, RecordKind::Tokens, |o| {

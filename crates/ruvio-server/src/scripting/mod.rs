@@ -218,6 +218,17 @@ const NOT_IN_SCRIPTS: &[&str] = &[
     "psync", "replconf", "wait", "waitaof", "debug",
 ];
 
+/// Logs every function library as `FUNCTION LOAD REPLACE <code>`: called by log compaction at the snapshot's
+/// instant, so the libraries open the new log file (the snapshot has no record for them).
+pub fn relog_functions(shared: &Shared, store: &mut Store) {
+    let engine = shared.scripts.engine.lock();
+    if let Some(e) = engine.as_ref() {
+        for lib in e.functions.libraries.values() {
+            store.log(0, vec![Bytes::from_static(b"FUNCTION"), Bytes::from_static(b"LOAD"), Bytes::from_static(b"REPLACE"), lib.code.clone()]);
+        }
+    }
+}
+
 /// Redis's SHA1 hex of a script body.
 pub fn sha1_hex(body: &[u8]) -> String {
     use sha1::{Digest, Sha1};
