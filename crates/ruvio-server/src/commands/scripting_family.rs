@@ -104,7 +104,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro_cmd: bool) -> Value {
     let body = ctx.args[1].clone();
     let shared = ctx.shared;
     ctx.store();
-    let (sha, flags) = {
+    let (sha, flags, inline) = {
         let mut engine = shared.scripts.engine();
         let sha = if by_sha {
             let sha = String::from_utf8_lossy(&body).to_ascii_lowercase();
@@ -119,14 +119,14 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro_cmd: bool) -> Value {
             }
         };
         shared.scripts.update_stats(&engine);
-        let flags = engine.scripts[&sha].flags.clone();
-        (sha, flags)
+        let script = &engine.scripts[&sha];
+        (sha, script.flags.clone(), script.runs_inline())
     };
     if ro_cmd && flags.declared && !flags.no_writes {
         return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
     }
     let read_only = ro_cmd || flags.no_writes;
-    start(ctx, Job::Script(sha), keys, argv, read_only)
+    start(ctx, Job::Script(sha), keys, argv, read_only, inline)
 }
 
 fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
@@ -148,17 +148,18 @@ fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
         return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
     }
     let read_only = ro_cmd || flags.no_writes;
-    start(ctx, Job::Function(name), keys, argv, read_only)
+    start(ctx, Job::Function(name), keys, argv, read_only, false)
 }
 
 /// Runs the script: inline inside MULTI/EXEC (or without a runtime), otherwise on a blocking-pool thread while the
 /// client waits like a blocked command, so its I/O thread keeps serving others (and can answer them -BUSY).
-fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool) -> Value {
-    if ctx.in_exec || tokio::runtime::Handle::try_current().is_err() {
+fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool, inline: bool) -> Value {
+    if ctx.in_exec || inline || tokio::runtime::Handle::try_current().is_err() {
         let now = ctx.now;
+        let in_exec = ctx.in_exec;
         let (shared, client, guard) = ctx.parts();
         // Inside EXEC the transaction's MULTI ... EXEC already wraps the script's records.
-        return run_job(shared, client, guard, &job, &keys, &argv, read_only, now, false);
+        return run_job(shared, client, guard, &job, &keys, &argv, read_only, now, !in_exec);
     }
     ctx.unlock();
     let shared = ctx.shared.clone();
@@ -210,7 +211,13 @@ fn run_job<'g>(
             Job::Function(name) => Target::Function(name),
         };
         let mut env = Env { shared, client: &mut *client, guard: &mut *guard, now, read_only };
+        let started = std::time::Instant::now();
         let reply = engine.run(target, keys, argv, &mut env);
+        if let Job::Script(sha) = job {
+            if let Some(s) = engine.scripts.get_mut(sha) {
+                s.record_run(started.elapsed().as_millis() as u64);
+            }
+        }
         shared.scripts.update_stats(&engine);
         reply
     };

@@ -108,6 +108,31 @@ pub struct Script {
     pub func: Function,
     pub body: Bytes,
     pub flags: super::functions::Flags,
+    /// Completed runs, all faster than [`FAST_RUN_MS`]; see [`Script::runs_inline`].
+    pub fast_runs: u32,
+    /// Some run took [`FAST_RUN_MS`] or longer: always run on the script thread.
+    pub slow: bool,
+}
+
+/// A run shorter than this counts as fast.
+pub const FAST_RUN_MS: u64 = 10;
+/// Fast runs after which a script runs inline on the client's I/O thread.
+pub const INLINE_AFTER_FAST_RUNS: u32 = 8;
+
+impl Script {
+    /// Whether the script has proven short (every one of its first runs took under [`FAST_RUN_MS`]): such a script
+    /// (a lock library's compare-and-delete) runs inline on the I/O thread, saving the hand-off to the script thread.
+    pub fn runs_inline(&self) -> bool {
+        !self.slow && self.fast_runs >= INLINE_AFTER_FAST_RUNS
+    }
+
+    pub fn record_run(&mut self, elapsed_ms: u64) {
+        if elapsed_ms >= FAST_RUN_MS {
+            self.slow = true;
+        } else {
+            self.fast_runs = self.fast_runs.saturating_add(1);
+        }
+    }
 }
 
 pub struct Engine {
@@ -204,7 +229,7 @@ impl Engine {
             .into_function()
             .map_err(|e| Value::error(format!("ERR Error compiling script (new function): {}", lua_error_text(&e))))?;
         self.scripts_bytes += body.len();
-        self.scripts.insert(sha.clone(), Script { func, body: body.clone(), flags });
+        self.scripts.insert(sha.clone(), Script { func, body: body.clone(), flags, fast_runs: 0, slow: false });
         Ok(sha)
     }
 
