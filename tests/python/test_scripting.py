@@ -389,6 +389,13 @@ def test_function_load_errors(r):
     with pytest.raises(ResponseError) as e:
         r.function_load("#!lua name=empty\nlocal x = 1")
     assert err(e) == "No functions registered"
+    with pytest.raises(ResponseError) as e:
+        r.function_load("#!lua name=calls\nredis.call('set', 'a', 'b')")
+    assert err(e).startswith("Error registering functions: ")
+    assert "Script attempted to access nonexistent global variable 'call'" in err(e)
+    with pytest.raises(ResponseError) as e:
+        r.function_restore(b"garbage")
+    assert err(e) == "DUMP payload version or checksum are wrong"
 
 
 # ----- INFO -----

@@ -127,5 +127,5 @@ pub const ERR_FUNCTION_NO_LIBRARY_NAME: &str = "ERR Library name was not given";
 pub const ERR_FUNCTION_BAD_LIBRARY_NAME: &str = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
 pub const ERR_FUNCTION_NONE_REGISTERED: &str = "ERR No functions registered";
 pub const ERR_FUNCTION_NO_LIBRARY: &str = "ERR Library not found";
-pub const ERR_FUNCTION_BAD_PAYLOAD: &str = "ERR payload version or checksum are wrong";
+pub const ERR_FUNCTION_BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 pub const ERR_FUNCTION_RESTORE_POLICY: &str = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";

@@ -31,11 +31,13 @@ end
 
 local redis = {}
 redis.call = function(...)
+  if not B.call then error("Script attempted to access nonexistent global variable 'call'", 2) end
   local is_err, v = B.call(...)
   if is_err then error(v, 0) end
   return v
 end
 redis.pcall = function(...)
+  if not B.call then error("Script attempted to access nonexistent global variable 'pcall'", 2) end
   local _, v = B.call(...)
   return v
 end
@@ -423,7 +425,8 @@ fn format_error(err: &LuaValue, name: &str) -> Value {
 pub fn lua_error_text(e: &mlua::Error) -> String {
     match e {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
-        mlua::Error::RuntimeError(m) => m.clone(),
+        // Lua errors reaching Rust carry a traceback; Redis's texts never do.
+        mlua::Error::RuntimeError(m) => m.split("\nstack traceback:").next().unwrap_or(m).to_string(),
         mlua::Error::MemoryError(_) => "not enough memory".into(),
         mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
         mlua::Error::WithContext { cause, .. } => lua_error_text(cause),
