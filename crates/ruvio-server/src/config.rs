@@ -72,6 +72,8 @@ pub struct Config {
     pub hash_max_listpack_entries: usize,
     /// ... none longer than this many bytes (see keyspace/hash.rs).
     pub hash_max_listpack_value: usize,
+    /// `busy-reply-threshold` (alias `lua-time-limit`), ms: past it, a running script makes others get -BUSY.
+    pub busy_reply_threshold: u64,
 }
 
 impl Default for Config {
@@ -108,6 +110,7 @@ impl Default for Config {
             io_threads: default_io_threads(),
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
+            busy_reply_threshold: 5000,
         }
     }
 }
@@ -268,6 +271,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "save", get: |c| c.save.clone(), set: |c, v| { c.save = save_points(v)?; Ok(()) }, mutable: true },
     Param { name: "client-output-buffer-limit", get: format_output_limits, set: set_output_limits, mutable: true },
     Param { name: "io-threads", get: |c| c.io_threads.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 128 { return Err("argument must be between 1 and 128".into()) } c.io_threads = n; Ok(()) }, mutable: false },
+    Param { name: "busy-reply-threshold", get: |c| c.busy_reply_threshold.to_string(), set: |c, v| { c.busy_reply_threshold = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "hz", get: |c| c.hz.to_string(), set: |c, v| { let n: u64 = num(v)?; c.hz = n.clamp(1, 500); Ok(()) }, mutable: true },
     // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
     Param { name: "hash-max-listpack-entries", get: |c| c.hash_max_listpack_entries.to_string(), set: |c, v| { c.hash_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
@@ -286,6 +290,7 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("min-slaves-max-lag", "min-replicas-max-lag"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("lua-time-limit", "busy-reply-threshold"),
 ];
 
 pub fn find_param(name: &str) -> Option<&'static Param> {

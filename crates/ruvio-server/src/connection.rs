@@ -257,7 +257,7 @@ impl Connection {
         guard: &mut Option<MutexGuard<'g, Store>>,
     ) -> (Step, Option<Block>) {
         let mut ran = 0;
-        if batch.len() > 1 && !shared.loading.load(Ordering::Acquire) {
+        if batch.len() > 1 && !shared.loading.load(Ordering::Acquire) && !shared.scripts.run.running.load(Ordering::Acquire) {
             // Most commands name their key first: start fetching every key of the batch before running any.
             // (Not while loading: commands allowed then need no keys, and the loader holds the store in turns.)
             let store = guard.get_or_insert_with(|| shared.store.lock());
@@ -305,7 +305,10 @@ impl Connection {
     fn durable_wait<'g>(&self, shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>, args: &[Bytes], reply: Option<&Value>) -> Option<Block> {
         let n = self.state.durability_replicas;
         let reply = reply?;
-        if n == 0 || self.state.multi.is_some() || reply.is_error() || !commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE)) {
+        // A write command, or a script (it may have written: its effects are logged as the commands it ran, and it
+        // may have run on another thread, so the wait covers everything logged up to now).
+        let may_write = commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE) || r.spec.group == "scripting");
+        if n == 0 || self.state.multi.is_some() || reply.is_error() || !may_write {
             return None;
         }
         let store = guard.get_or_insert_with(|| shared.store.lock());
@@ -328,6 +331,10 @@ impl Connection {
         if commands::eq_ic(&args[0], "post") || commands::eq_ic(&args[0], "host:") {
             tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
             return (None, None);
+        }
+        // While a script runs, wait for it without parking on the store lock, and answer -BUSY once it is long.
+        if let Some(busy) = crate::scripting::busy_gate(shared, args, guard.is_some()) {
+            return (Some(busy), None);
         }
         let (reply, block) = crate::dispatch::execute(crate::dispatch::Caller::Client, now, shared, &mut self.state, args, guard);
         (Some(reply), block)
@@ -368,6 +375,15 @@ impl Connection {
             _ = info.kill_notify.notified() => Outcome::Gone,
         };
         self.state.info.blocked.store(false, Ordering::Relaxed);
+        // A wait with no deadline and nothing to give back (EVAL running on the script thread, SAVE) has nothing
+        // to withdraw under the store lock; not taking it keeps this I/O thread free while a long script runs.
+        if abandon.is_none() && timeout.is_none() && !matches!(outcome, Outcome::Value(_)) {
+            rx.close();
+            return match outcome {
+                Outcome::Gone => None,
+                _ => Some(rx.try_recv().unwrap_or(timeout_reply)),
+            };
+        }
         match outcome {
             Outcome::Value(v) => Some(v),
             Outcome::Ended => {

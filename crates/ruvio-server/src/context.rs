@@ -104,6 +104,12 @@ impl<'a, 'g> Ctx<'a, 'g> {
         Ctx::new(self.now, self.shared, self.client, args, spec, self.guard, true)
     }
 
+    /// The shared state, the client and the store-lock slot, for running commands on this context's behalf (a
+    /// script run inside EXEC).
+    pub fn parts(&mut self) -> (&'g Arc<Shared>, &mut ClientState, &mut Option<MutexGuard<'g, Store>>) {
+        (self.shared, &mut *self.client, &mut *self.guard)
+    }
+
     /// Releases the store lock (before waiting on something).
     pub fn unlock(&mut self) {
         *self.guard = None;

@@ -26,6 +26,10 @@ pub enum Caller {
     /// server undoing a grant it could not make durable): it was accepted once
     /// already, so client gates do not apply; internal records (LOCKSET, ...) run; nothing blocks.
     Replay,
+    /// A command a script runs (`redis.call`): the EVAL passed the client gates already; the script's own rules
+    /// (no scripting/transaction/subscribe commands, read-only scripts) are checked by `scripting` first; nothing
+    /// blocks (LEASE ... WAIT answers at once, as inside EXEC).
+    Script,
 }
 
 
@@ -103,6 +107,10 @@ fn execute_resolved<'g>(
                 return refuse(caller, client, Value::error(ERR_RECORD_TOO_LARGE));
             }
         }
+    }
+    if caller == Caller::Script && spec.has(flags::WRITE) && shared.replication.is_replica() {
+        // A script on a replica may read, never write.
+        return (Value::error(ERR_READONLY), None);
     }
     if let Some(queue) = &mut client.multi {
         if !spec.has(flags::NO_QUEUE) {

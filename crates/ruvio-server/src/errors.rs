@@ -181,3 +181,30 @@ pub fn invalid_db_index(which: &str) -> Value {
 pub fn unsupported_option(opt: &[u8]) -> Value {
     Value::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(opt)))
 }
+// ----- scripting (EVAL, SCRIPT, FUNCTION, FCALL): Redis 7's texts -----
+pub const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+pub const ERR_BUSY_SCRIPT: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+pub const ERR_BUSY_FUNCTION: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+pub const ERR_NOTBUSY_SCRIPT: &str = "NOTBUSY No scripts in execution right now.";
+pub const ERR_NOTBUSY_FUNCTION: &str = "NOTBUSY No scripts in execution right now.";
+pub const ERR_UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
+pub const ERR_SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
+pub const ERR_SCRIPT_NOT_ALLOWED: &str = "ERR This Redis command is not allowed from script";
+pub const ERR_SCRIPT_WRITE_IN_RO: &str = "ERR Write commands are not allowed from read-only scripts.";
+pub const ERR_SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";
+pub const ERR_SCRIPT_ARG_TYPE: &str = "ERR Lua redis lib command arguments must be strings or integers";
+pub const ERR_SCRIPT_WRONG_ARITY: &str = "ERR Wrong number of args calling Redis command from script";
+pub const ERR_SCRIPT_WRITE_FLAG_RO: &str = "ERR Can not execute a script with write flag using *_ro command.";
+pub const ERR_NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
+pub const ERR_NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+pub const ERR_SCRIPT_FLUSH_MODE: &str = "ERR SCRIPT FLUSH only support SYNC|ASYNC option";
+/// The reply if a script's client is woken without the script's reply (shutdown while it waited).
+pub const ERR_SCRIPT_ABORTED: &str = "ERR script aborted by server shutdown";
+pub const ERR_FUNCTION_NOT_FOUND: &str = "ERR Function not found";
+pub const ERR_FUNCTION_NO_METADATA: &str = "ERR Missing library metadata";
+pub const ERR_FUNCTION_NO_LIBRARY_NAME: &str = "ERR Library name was not given";
+pub const ERR_FUNCTION_BAD_LIBRARY_NAME: &str = "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long";
+pub const ERR_FUNCTION_NONE_REGISTERED: &str = "ERR No functions registered";
+pub const ERR_FUNCTION_NO_LIBRARY: &str = "ERR Library not found";
+pub const ERR_FUNCTION_BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
+pub const ERR_FUNCTION_RESTORE_POLICY: &str = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";

@@ -86,6 +86,7 @@ pub fn rss_bytes() -> u64 {
 fn memory(_ctx: &mut Ctx, out: &mut String) {
     let rss = rss_bytes();
     let _ = write!(out, "used_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n");
+    out.push_str(&_ctx.shared.scripts.info_memory());
 }
 
 fn persistence(ctx: &mut Ctx, out: &mut String) {

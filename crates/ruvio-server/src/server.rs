@@ -238,7 +238,8 @@ pub async fn active_expiry(shared: Arc<Shared>) {
             _ = shutdown.wait_for(|s| *s) => return,
         }
         let now = crate::clock::mono_ms();
-        let mut store = shared.store.lock();
+        // Bounded wait: a long script holds the store lock, and this runtime also accepts connections.
+        let Some(mut store) = shared.store.try_lock_for(Duration::from_millis(10)) else { continue };
         store.now = now;
         let mut removed = 0;
         for db in 0..store.dbs.len() {

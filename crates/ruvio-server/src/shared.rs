@@ -70,6 +70,8 @@ pub struct Shared {
     pub aof: crate::persistence::Aof,
     /// This node's role, its replicas or its primary.
     pub replication: crate::replication::Replication,
+    /// Lua scripting: the engine, the script running now (for BUSY and SCRIPT KILL), INFO figures.
+    pub scripts: crate::scripting::Scripting,
 }
 
 impl Shared {
@@ -112,6 +114,7 @@ impl Shared {
             journal: crate::journal::Journal::new(backlog),
             aof: crate::persistence::Aof::default(),
             replication: crate::replication::Replication::default(),
+            scripts: crate::scripting::Scripting::default(),
         });
         shared.apply_config_copies(min_replicas);
         shared

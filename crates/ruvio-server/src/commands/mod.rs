@@ -11,6 +11,7 @@ pub mod hash_family;
 pub mod lock_family;
 pub mod object_family;
 pub mod persistence_family;
+pub mod scripting_family;
 pub mod pubsub_family;
 pub mod replication_family;
 pub mod server_family;
@@ -111,7 +112,7 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 11] {
+pub fn families() -> [&'static [CommandSpec]; 12] {
     [
         connection_family::COMMANDS,
         generic_family::COMMANDS,
@@ -124,6 +125,7 @@ pub fn families() -> [&'static [CommandSpec]; 11] {
         replication_family::COMMANDS,
         hash_family::COMMANDS,
         object_family::COMMANDS,
+        scripting_family::COMMANDS,
     ]
 }
 

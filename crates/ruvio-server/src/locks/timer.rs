@@ -14,8 +14,12 @@ pub async fn run(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         let next = {
+            // Bounded wait: a long script holds the store lock, and this runtime also accepts connections.
+            let Some(mut store) = shared.store.try_lock_for(Duration::from_millis(10)) else {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                continue;
+            };
             let now = clock::mono_ms();
-            let mut store = shared.store.lock();
             store.now = now;
             // A replica's holders end when its primary's records say so.
             if store.replica { None } else { super::engine::expire_due(&mut store, now) }

@@ -135,6 +135,9 @@ pub(crate) fn snapshot_to(shared: &Shared, path: &std::path::Path, at_instant: i
         for db in store.dbs.iter_mut() {
             db.begin_capture();
         }
+        // Function libraries are not in the snapshot: they follow it as records (the new log file starts with them,
+        // a replica's stream too).
+        crate::scripting::relog_functions(shared, &mut store);
         let wall = crate::clock::wall_ms();
         let tokens = &store.locks.tokens;
         encode_record(&mut buf, lsn, wall, 0, RecordKind::Tokens, |o| {

@@ -1,0 +1,550 @@
+//! EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, SCRIPT, FCALL, FCALL_RO, FUNCTION. See [`crate::scripting`] for how a
+//! script runs (atomically, off the I/O thread, with effects replication).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::MutexGuard;
+use ruvio_protocol::Value;
+
+use super::flags::*;
+use super::{eq_ic, CommandSpec};
+use crate::client::ClientState;
+use crate::context::{Block, Ctx};
+use crate::errors::*;
+use crate::scripting::engine::{Env, Target};
+use crate::scripting::{self, KILL_NONE, KILL_SHUTDOWN};
+use crate::shared::Shared;
+use crate::store::{LogRecord, Store};
+
+macro_rules! cmd {
+    ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
+        CommandSpec { name: $name, arity: $arity, flags: $flags, keys: (0, 0, 0), group: "scripting", summary: $summary, handler: $handler, subcommands: &[] }
+    };
+}
+
+pub static COMMANDS: &[CommandSpec] = &[
+    cmd!("eval", -3, STALE, "Executes a server-side Lua script.", eval),
+    cmd!("evalsha", -3, STALE, "Executes a server-side Lua script by SHA1 digest.", evalsha),
+    cmd!("eval_ro", -3, STALE | READONLY, "Executes a read-only server-side Lua script.", eval_ro),
+    cmd!("evalsha_ro", -3, STALE | READONLY, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
+    cmd!("fcall", -3, STALE, "Invokes a function.", fcall),
+    cmd!("fcall_ro", -3, STALE | READONLY, "Invokes a read-only function.", fcall_ro),
+    CommandSpec { name: "script", arity: -2, flags: 0, keys: (0, 0, 0), group: "scripting", summary: "A container for Lua scripts management commands.", handler: super::server_family::container_help, subcommands: SCRIPT_SUBCOMMANDS },
+    CommandSpec { name: "function", arity: -2, flags: 0, keys: (0, 0, 0), group: "scripting", summary: "A container for function commands.", handler: super::server_family::container_help, subcommands: FUNCTION_SUBCOMMANDS },
+];
+
+static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("load", 3, STALE, "Loads a server-side Lua script to the script cache.", script_load),
+    cmd!("exists", -3, STALE, "Determines whether server-side Lua scripts exist in the script cache.", script_exists),
+    cmd!("flush", -2, STALE, "Removes all server-side Lua scripts from the script cache.", script_flush),
+    cmd!("kill", 2, STALE, "Terminates a server-side Lua script during execution.", script_kill),
+    cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", script_help),
+];
+
+static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("load", -3, STALE | DENYOOM, "Creates a library.", function_load),
+    cmd!("delete", 3, STALE, "Deletes a library and its functions.", function_delete),
+    cmd!("flush", -2, STALE, "Deletes all libraries and functions.", function_flush),
+    cmd!("list", -2, STALE, "Returns information about all libraries.", function_list),
+    cmd!("dump", 2, STALE, "Dumps all libraries into a serialized binary payload.", function_dump),
+    cmd!("restore", -3, STALE | DENYOOM, "Restores all libraries from a payload.", function_restore),
+    cmd!("stats", 2, STALE, "Returns information about a function during execution.", function_stats),
+    cmd!("kill", 2, STALE, "Terminates a function during execution.", function_kill),
+    cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", function_help),
+];
+
+// ----- EVAL family -----
+
+/// What to run, owned (it may travel to the script thread).
+#[derive(Clone)]
+enum Job {
+    Script(String),
+    Function(String),
+}
+
+fn eval(ctx: &mut Ctx) -> Value {
+    eval_generic(ctx, false, false)
+}
+fn evalsha(ctx: &mut Ctx) -> Value {
+    eval_generic(ctx, true, false)
+}
+fn eval_ro(ctx: &mut Ctx) -> Value {
+    eval_generic(ctx, false, true)
+}
+fn evalsha_ro(ctx: &mut Ctx) -> Value {
+    eval_generic(ctx, true, true)
+}
+fn fcall(ctx: &mut Ctx) -> Value {
+    fcall_generic(ctx, false)
+}
+fn fcall_ro(ctx: &mut Ctx) -> Value {
+    fcall_generic(ctx, true)
+}
+
+/// `<name-or-body> numkeys key... arg...` -> (keys, args).
+fn split_keys(args: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Value> {
+    let n = super::int_arg(&args[2])?;
+    if n < 0 {
+        return Err(Value::error(ERR_NUMKEYS_NEGATIVE));
+    }
+    let n = n as usize;
+    if n > args.len() - 3 {
+        return Err(Value::error(ERR_NUMKEYS_TOO_MANY));
+    }
+    Ok((args[3..3 + n].to_vec(), args[3 + n..].to_vec()))
+}
+
+fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro_cmd: bool) -> Value {
+    let (keys, argv) = match split_keys(ctx.args) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let body = ctx.args[1].clone();
+    let shared = ctx.shared;
+    ctx.store();
+    let (sha, flags, inline) = {
+        let mut engine = shared.scripts.engine();
+        let sha = if by_sha {
+            let sha = String::from_utf8_lossy(&body).to_ascii_lowercase();
+            if !engine.scripts.contains_key(&sha) {
+                return Value::error(ERR_NOSCRIPT);
+            }
+            sha
+        } else {
+            match engine.load_script(&body) {
+                Ok(sha) => sha,
+                Err(e) => return e,
+            }
+        };
+        shared.scripts.update_stats(&engine);
+        let script = &engine.scripts[&sha];
+        (sha, script.flags.clone(), script.runs_inline())
+    };
+    if ro_cmd && flags.declared && !flags.no_writes {
+        return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
+    }
+    let read_only = ro_cmd || flags.no_writes;
+    start(ctx, Job::Script(sha), keys, argv, read_only, inline)
+}
+
+fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
+    let (keys, argv) = match split_keys(ctx.args) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let name = String::from_utf8_lossy(&ctx.args[1]).into_owned();
+    let shared = ctx.shared;
+    ctx.store();
+    let flags = {
+        let engine = shared.scripts.engine();
+        match engine.functions.functions.get(&name) {
+            Some(f) => f.flags.clone(),
+            None => return Value::error(ERR_FUNCTION_NOT_FOUND),
+        }
+    };
+    if ro_cmd && !flags.no_writes {
+        return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
+    }
+    let read_only = ro_cmd || flags.no_writes;
+    start(ctx, Job::Function(name), keys, argv, read_only, false)
+}
+
+/// Runs the script: inline inside MULTI/EXEC (or without a runtime), otherwise on a blocking-pool thread while the
+/// client waits like a blocked command, so its I/O thread keeps serving others (and can answer them -BUSY).
+fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool, inline: bool) -> Value {
+    if ctx.in_exec || inline || tokio::runtime::Handle::try_current().is_err() {
+        let now = ctx.now;
+        let in_exec = ctx.in_exec;
+        let (shared, client, guard) = ctx.parts();
+        // Inside EXEC the transaction's MULTI ... EXEC already wraps the script's records.
+        return run_job(shared, client, guard, &job, &keys, &argv, read_only, now, !in_exec);
+    }
+    ctx.unlock();
+    let shared = ctx.shared.clone();
+    let mut client = ClientState::new(ctx.client.info.clone(), true);
+    client.db = ctx.client.db;
+    client.proto = ctx.client.proto;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        let mut guard: Option<MutexGuard<'_, Store>> = None;
+        let now = {
+            scripting::lock_store(&shared, &mut guard);
+            crate::clock::mono_ms()
+        };
+        let reply = run_job(&shared, &mut client, &mut guard, &job, &keys, &argv, read_only, now, true);
+        drop(guard);
+        let _ = tx.send(reply);
+    });
+    ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SCRIPT_ABORTED) });
+    Value::Nil
+}
+
+/// Runs a script or function under the store lock; records what it wrote (wrapped in MULTI ... EXEC when `wrap`
+/// and it wrote more than one record).
+#[allow(clippy::too_many_arguments)]
+fn run_job<'g>(
+    shared: &'g Arc<Shared>,
+    client: &mut ClientState,
+    guard: &mut Option<MutexGuard<'g, Store>>,
+    job: &Job,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    read_only: bool,
+    now: u64,
+    wrap: bool,
+) -> Value {
+    scripting::lock_store(shared, guard);
+    let log_start = guard.as_ref().map(|s| s.log.len()).unwrap_or(0);
+    let run = &shared.scripts.run;
+    run.kill.store(KILL_NONE, Ordering::Release);
+    run.wrote.store(false, Ordering::Release);
+    run.is_function.store(matches!(job, Job::Function(_)), Ordering::Release);
+    run.started.store(crate::clock::mono_ms(), Ordering::Release);
+    run.running.store(true, Ordering::Release);
+    let saved_db = client.db;
+    let reply = {
+        let mut engine = shared.scripts.engine();
+        let target = match job {
+            Job::Script(sha) => Target::Script(sha),
+            Job::Function(name) => Target::Function(name),
+        };
+        let mut env = Env { shared, client: &mut *client, guard: &mut *guard, now, read_only };
+        let started = std::time::Instant::now();
+        let reply = engine.run(target, keys, argv, &mut env);
+        if let Job::Script(sha) = job {
+            if let Some(s) = engine.scripts.get_mut(sha) {
+                s.record_run(started.elapsed().as_millis() as u64);
+            }
+        }
+        shared.scripts.update_stats(&engine);
+        reply
+    };
+    client.db = saved_db;
+    let killed = run.kill.swap(KILL_NONE, Ordering::AcqRel);
+    if let Some(store) = guard.as_mut() {
+        if killed == KILL_SHUTDOWN {
+            // Stopped by SHUTDOWN NOSAVE: the script did not complete, so none of it may reach the log.
+            store.log.truncate(log_start);
+        } else if wrap {
+            wrap_effects(store, log_start);
+        }
+    }
+    run.running.store(false, Ordering::Release);
+    reply
+}
+
+/// Wraps the records from `start` on in MULTI ... EXEC so a replay applies the script's effects all or none, with a
+/// SELECT record where the script moved between databases.
+fn wrap_effects(store: &mut Store, start: usize) {
+    if store.log.len() <= start + 1 {
+        return;
+    }
+    let records: Vec<LogRecord> = store.log.drain(start..).collect();
+    let (first_db, wall_ms) = (records[0].db, records[0].wall_ms);
+    store.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"MULTI")], wall_ms });
+    let mut current = first_db;
+    for r in records {
+        if r.db != current {
+            store.log.push(LogRecord { db: r.db, args: vec![Bytes::from_static(b"SELECT"), Bytes::from(r.db.to_string())], wall_ms: r.wall_ms });
+            current = r.db;
+        }
+        store.log.push(r);
+    }
+    store.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"EXEC")], wall_ms });
+}
+
+// ----- SCRIPT -----
+
+fn script_load(ctx: &mut Ctx) -> Value {
+    let body = ctx.args[2].clone();
+    let shared = ctx.shared;
+    ctx.store();
+    let mut engine = shared.scripts.engine();
+    let r = engine.load_script(&body);
+    shared.scripts.update_stats(&engine);
+    match r {
+        Ok(sha) => Value::bulk(sha),
+        Err(e) => e,
+    }
+}
+
+fn script_exists(ctx: &mut Ctx) -> Value {
+    let shared = ctx.shared;
+    ctx.store();
+    let engine = shared.scripts.engine();
+    Value::Array(
+        ctx.args[2..]
+            .iter()
+            .map(|s| Value::Integer(engine.scripts.contains_key(&String::from_utf8_lossy(s).to_ascii_lowercase()) as i64))
+            .collect(),
+    )
+}
+
+fn flush_mode(args: &[Bytes]) -> Result<(), Value> {
+    match args.len() {
+        2 => Ok(()),
+        3 if eq_ic(&args[2], "async") || eq_ic(&args[2], "sync") => Ok(()),
+        _ => Err(Value::error(ERR_SCRIPT_FLUSH_MODE)),
+    }
+}
+
+fn script_flush(ctx: &mut Ctx) -> Value {
+    if let Err(e) = flush_mode(ctx.args) {
+        return e;
+    }
+    let shared = ctx.shared;
+    ctx.store();
+    let mut engine = shared.scripts.engine();
+    engine.flush_scripts();
+    shared.scripts.update_stats(&engine);
+    Value::ok()
+}
+
+fn script_kill(ctx: &mut Ctx) -> Value {
+    scripting::kill(ctx.shared, false)
+}
+
+fn help(lines: &[&str]) -> Value {
+    Value::Array(lines.iter().map(|l| Value::Simple(Bytes::copy_from_slice(l.as_bytes()))).collect())
+}
+
+fn script_help(_ctx: &mut Ctx) -> Value {
+    help(&[
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Print this help.",
+    ])
+}
+
+// ----- FUNCTION -----
+
+/// Logs a FUNCTION command that changed the libraries, so replay and replicas get the same libraries.
+fn log_function_change(ctx: &mut Ctx) {
+    let db = ctx.client.db;
+    let args = ctx.args.to_vec();
+    ctx.store().log(db, args);
+}
+
+fn function_load(ctx: &mut Ctx) -> Value {
+    let (replace, code) = match ctx.args.len() {
+        3 => (false, ctx.args[2].clone()),
+        4 if eq_ic(&ctx.args[2], "replace") => (true, ctx.args[3].clone()),
+        4 => return Value::error(format!("ERR Unknown option given: {}", String::from_utf8_lossy(&ctx.args[2]))),
+        _ => return super::wrong_arity("function|load"),
+    };
+    let shared = ctx.shared;
+    ctx.store();
+    let r = {
+        let mut engine = shared.scripts.engine();
+        let r = engine.load_library(&code, replace);
+        shared.scripts.update_stats(&engine);
+        r
+    };
+    match r {
+        Ok(name) => {
+            log_function_change(ctx);
+            Value::bulk(name)
+        }
+        Err(e) => e,
+    }
+}
+
+fn function_delete(ctx: &mut Ctx) -> Value {
+    let name = String::from_utf8_lossy(&ctx.args[2]).into_owned();
+    let shared = ctx.shared;
+    ctx.store();
+    let deleted = {
+        let mut engine = shared.scripts.engine();
+        let d = engine.delete_library(&name);
+        shared.scripts.update_stats(&engine);
+        d
+    };
+    if !deleted {
+        return Value::error(ERR_FUNCTION_NO_LIBRARY);
+    }
+    log_function_change(ctx);
+    Value::ok()
+}
+
+fn function_flush(ctx: &mut Ctx) -> Value {
+    if let Err(e) = flush_mode(ctx.args) {
+        return e;
+    }
+    let shared = ctx.shared;
+    ctx.store();
+    {
+        let mut engine = shared.scripts.engine();
+        engine.flush_functions();
+        shared.scripts.update_stats(&engine);
+    }
+    log_function_change(ctx);
+    Value::ok()
+}
+
+fn function_list(ctx: &mut Ctx) -> Value {
+    let mut pattern: Option<Bytes> = None;
+    let mut with_code = false;
+    let mut i = 2;
+    let args = ctx.args;
+    while i < args.len() {
+        if eq_ic(&args[i], "withcode") {
+            with_code = true;
+            i += 1;
+        } else if eq_ic(&args[i], "libraryname") && i + 1 < args.len() && pattern.is_none() {
+            pattern = Some(args[i + 1].clone());
+            i += 2;
+        } else {
+            return Value::error(format!("ERR Unknown argument {}", String::from_utf8_lossy(&args[i])));
+        }
+    }
+    let shared = ctx.shared;
+    ctx.store();
+    let engine = shared.scripts.engine();
+    let mut out = Vec::new();
+    for (name, lib) in &engine.functions.libraries {
+        if let Some(p) = &pattern {
+            if !crate::keyspace::glob::glob_match(p, name.as_bytes(), false) {
+                continue;
+            }
+        }
+        let functions = lib
+            .functions
+            .iter()
+            .filter_map(|f| engine.functions.functions.get(f).map(|rf| (f, rf)))
+            .map(|(f, rf)| {
+                Value::Map(vec![
+                    (Value::bulk_str("name"), Value::bulk_str(f)),
+                    (Value::bulk_str("description"), rf.description.as_deref().map_or(Value::Nil, Value::bulk_str)),
+                    (Value::bulk_str("flags"), Value::Set(rf.flags.names.iter().map(|n| Value::bulk_str(n)).collect())),
+                ])
+            })
+            .collect();
+        let mut entry = vec![
+            (Value::bulk_str("library_name"), Value::bulk_str(name)),
+            (Value::bulk_str("engine"), Value::bulk_str("LUA")),
+            (Value::bulk_str("functions"), Value::Array(functions)),
+        ];
+        if with_code {
+            entry.push((Value::bulk_str("library_code"), Value::Bulk(lib.code.clone())));
+        }
+        out.push(Value::Map(entry));
+    }
+    Value::Array(out)
+}
+
+fn function_dump(ctx: &mut Ctx) -> Value {
+    let shared = ctx.shared;
+    ctx.store();
+    let engine = shared.scripts.engine();
+    Value::Bulk(scripting::functions::dump(&engine.functions))
+}
+
+fn function_restore(ctx: &mut Ctx) -> Value {
+    #[derive(PartialEq)]
+    enum Policy {
+        Append,
+        Replace,
+        Flush,
+    }
+    let policy = match ctx.args.get(3) {
+        None => Policy::Append,
+        Some(p) if eq_ic(p, "append") => Policy::Append,
+        Some(p) if eq_ic(p, "replace") => Policy::Replace,
+        Some(p) if eq_ic(p, "flush") => Policy::Flush,
+        Some(_) => return Value::error(ERR_FUNCTION_RESTORE_POLICY),
+    };
+    if ctx.args.len() > 4 {
+        return super::wrong_arity("function|restore");
+    }
+    let libs = match scripting::functions::undump(&ctx.args[2]) {
+        Ok(l) => l,
+        Err(e) => return e,
+    };
+    let shared = ctx.shared;
+    ctx.store();
+    let r = {
+        let mut engine = shared.scripts.engine();
+        let r = (|| {
+            // Checked first so a refused restore changes nothing.
+            if policy == Policy::Append {
+                for code in &libs {
+                    let name = String::from_utf8_lossy(code.split(|&c| c == b'\n').next().unwrap_or(&[])).into_owned();
+                    if let Some(n) = name.split("name=").nth(1) {
+                        let n = n.split(' ').next().unwrap_or("");
+                        if engine.functions.libraries.contains_key(n) {
+                            return Err(Value::error(format!("ERR Library {n} already exists")));
+                        }
+                    }
+                }
+            }
+            if policy == Policy::Flush {
+                engine.flush_functions();
+            }
+            for code in &libs {
+                engine.load_library(code, true)?;
+            }
+            Ok(())
+        })();
+        shared.scripts.update_stats(&engine);
+        r
+    };
+    match r {
+        Ok(()) => {
+            log_function_change(ctx);
+            Value::ok()
+        }
+        Err(e) => e,
+    }
+}
+
+fn function_stats(ctx: &mut Ctx) -> Value {
+    let s = &ctx.shared.scripts;
+    let running = if s.run.running.load(Ordering::Acquire) && s.run.is_function.load(Ordering::Acquire) {
+        let ms = crate::clock::mono_ms().saturating_sub(s.run.started.load(Ordering::Acquire));
+        Value::Map(vec![
+            (Value::bulk_str("name"), Value::bulk_str("?")),
+            (Value::bulk_str("command"), Value::Array(vec![Value::bulk_str("fcall")])),
+            (Value::bulk_str("duration_ms"), Value::Integer(ms as i64)),
+        ])
+    } else {
+        Value::Nil
+    };
+    let engines = Value::Map(vec![(
+        Value::bulk_str("LUA"),
+        Value::Map(vec![
+            (Value::bulk_str("libraries_count"), Value::Integer(s.libraries_count.load(Ordering::Relaxed) as i64)),
+            (Value::bulk_str("functions_count"), Value::Integer(s.functions_count.load(Ordering::Relaxed) as i64)),
+        ]),
+    )]);
+    Value::Map(vec![(Value::bulk_str("running_script"), running), (Value::bulk_str("engines"), engines)])
+}
+
+fn function_kill(ctx: &mut Ctx) -> Value {
+    scripting::kill(ctx.shared, true)
+}
+
+fn function_help(_ctx: &mut Ctx) -> Value {
+    help(&[
+        "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LOAD [REPLACE] <FUNCTION CODE>",
+        "DELETE <LIBRARY NAME>",
+        "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+        "FLUSH [ASYNC|SYNC]",
+        "DUMP",
+        "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+        "STATS",
+        "KILL",
+        "HELP",
+        "    Print this help.",
+    ])
+}

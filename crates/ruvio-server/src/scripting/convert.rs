@@ -1,0 +1,196 @@
+//! Redis's conversion rules between command replies and Lua values, both ways.
+//!
+//! Reply -> Lua (what `redis.call` returns) depends on the script's protocol (`redis.setresp`): under RESP2 the reply
+//! is first seen as RESP2 (maps flatten, doubles become strings, nulls become `false`); under RESP3 maps, sets,
+//! doubles, booleans, big numbers and nulls keep their types. Lua -> reply (what a script returns) follows the
+//! table conventions (`{ok=..}`, `{err=..}`, `{double=..}`, `{map=..}`, `{set=..}`, `{big_number=..}`), numbers are
+//! truncated to integers, arrays stop at the first nil, and booleans depend on the protocol the script chose.
+
+use bytes::Bytes;
+use mlua::{Lua, Table, Value as LuaValue};
+use ruvio_protocol::Value;
+
+/// A command's reply as the Lua value `redis.call` returns.
+pub fn reply_to_lua(lua: &Lua, v: &Value, resp: u8) -> mlua::Result<LuaValue> {
+    Ok(match v {
+        Value::Simple(s) => {
+            let t = lua.create_table()?;
+            t.raw_set("ok", lua.create_string(s)?)?;
+            LuaValue::Table(t)
+        }
+        Value::Error(e) => {
+            let t = lua.create_table()?;
+            t.raw_set("err", lua.create_string(e)?)?;
+            LuaValue::Table(t)
+        }
+        Value::Integer(n) => LuaValue::Number(*n as f64),
+        Value::Bulk(b) => LuaValue::String(lua.create_string(b)?),
+        Value::Nil | Value::NilArray => {
+            if resp == 3 {
+                LuaValue::Nil
+            } else {
+                LuaValue::Boolean(false)
+            }
+        }
+        Value::Array(items) | Value::Push(items) => array(lua, items, resp)?,
+        Value::Set(items) if resp == 3 => {
+            let set = lua.create_table()?;
+            for item in items {
+                set.raw_set(reply_to_lua(lua, item, resp)?, true)?;
+            }
+            wrap(lua, "set", LuaValue::Table(set))?
+        }
+        Value::Set(items) => array(lua, items, resp)?,
+        Value::Map(pairs) if resp == 3 => {
+            let map = lua.create_table()?;
+            for (k, val) in pairs {
+                map.raw_set(reply_to_lua(lua, k, resp)?, reply_to_lua(lua, val, resp)?)?;
+            }
+            wrap(lua, "map", LuaValue::Table(map))?
+        }
+        Value::Map(pairs) => {
+            let t = lua.create_table_with_capacity(pairs.len() * 2, 0)?;
+            let mut i = 1;
+            for (k, val) in pairs {
+                t.raw_set(i, reply_to_lua(lua, k, resp)?)?;
+                t.raw_set(i + 1, reply_to_lua(lua, val, resp)?)?;
+                i += 2;
+            }
+            LuaValue::Table(t)
+        }
+        Value::Double(d) if resp == 3 => wrap(lua, "double", LuaValue::Number(*d))?,
+        Value::Double(d) => LuaValue::String(lua.create_string(format_double(*d))?),
+        Value::Boolean(b) if resp == 3 => LuaValue::Boolean(*b),
+        Value::Boolean(b) => LuaValue::Number(if *b { 1.0 } else { 0.0 }),
+        Value::BigNumber(n) if resp == 3 => wrap(lua, "big_number", LuaValue::String(lua.create_string(n)?))?,
+        Value::BigNumber(n) => LuaValue::String(lua.create_string(n)?),
+        Value::Verbatim { format, text } if resp == 3 => {
+            let t = lua.create_table()?;
+            t.raw_set("format", lua.create_string(format)?)?;
+            t.raw_set("string", lua.create_string(text)?)?;
+            wrap(lua, "verbatim_string", LuaValue::Table(t))?
+        }
+        Value::Verbatim { text, .. } => LuaValue::String(lua.create_string(text)?),
+        Value::Attribute { data, .. } => reply_to_lua(lua, data, resp)?,
+    })
+}
+
+fn array(lua: &Lua, items: &[Value], resp: u8) -> mlua::Result<LuaValue> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, item) in items.iter().enumerate() {
+        t.raw_set(i + 1, reply_to_lua(lua, item, resp)?)?;
+    }
+    Ok(LuaValue::Table(t))
+}
+
+fn wrap(lua: &Lua, field: &str, v: LuaValue) -> mlua::Result<LuaValue> {
+    let t = lua.create_table()?;
+    t.raw_set(field, v)?;
+    Ok(LuaValue::Table(t))
+}
+
+/// A double as Redis's RESP2 renders it (`%.17g`, shortest form that round-trips).
+fn format_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    let mut s = format!("{d}");
+    if s.ends_with(".0") {
+        s.truncate(s.len() - 2);
+    }
+    s
+}
+
+/// Nesting deeper than this is refused (Redis's reply conversion has the same guard against cycles).
+const MAX_DEPTH: usize = 1000;
+
+/// A script's return value (or an element of it) as the reply sent to the client. `resp` is the script's protocol.
+pub fn lua_to_reply(v: &LuaValue, resp: u8) -> Value {
+    to_reply(v, resp, 0)
+}
+
+fn to_reply(v: &LuaValue, resp: u8, depth: usize) -> Value {
+    if depth > MAX_DEPTH {
+        return Value::error("ERR reached lua stack limit");
+    }
+    match v {
+        LuaValue::String(s) => Value::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        LuaValue::Integer(n) => Value::Integer(*n),
+        // Redis truncates a Lua number to an integer (3.99 -> 3).
+        LuaValue::Number(n) => Value::Integer(truncate(*n)),
+        LuaValue::Boolean(true) if resp == 3 => Value::Boolean(true),
+        LuaValue::Boolean(true) => Value::Integer(1),
+        LuaValue::Boolean(false) if resp == 3 => Value::Boolean(false),
+        LuaValue::Table(t) => table_to_reply(t, resp, depth),
+        _ => Value::Nil,
+    }
+}
+
+fn truncate(n: f64) -> i64 {
+    if n.is_nan() {
+        0
+    } else {
+        n as i64
+    }
+}
+
+fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Value {
+    if let Ok(LuaValue::String(e)) = t.raw_get::<LuaValue>("err") {
+        return error_value(&e.as_bytes());
+    }
+    if let Ok(LuaValue::String(s)) = t.raw_get::<LuaValue>("ok") {
+        return Value::Simple(Bytes::copy_from_slice(&sanitize(&s.as_bytes())));
+    }
+    match t.raw_get::<LuaValue>("double") {
+        Ok(LuaValue::Number(d)) => return Value::Double(d),
+        Ok(LuaValue::Integer(d)) => return Value::Double(d as f64),
+        _ => {}
+    }
+    if let Ok(LuaValue::String(s)) = t.raw_get::<LuaValue>("big_number") {
+        return Value::BigNumber(Bytes::copy_from_slice(&s.as_bytes()));
+    }
+    if let Ok(LuaValue::Table(m)) = t.raw_get::<LuaValue>("map") {
+        let mut pairs = Vec::new();
+        for (k, val) in m.pairs::<LuaValue, LuaValue>().flatten() {
+            pairs.push((to_reply(&k, resp, depth + 1), to_reply(&val, resp, depth + 1)));
+        }
+        return Value::Map(pairs);
+    }
+    if let Ok(LuaValue::Table(s)) = t.raw_get::<LuaValue>("set") {
+        let items = s.pairs::<LuaValue, LuaValue>().flatten().map(|(k, _)| to_reply(&k, resp, depth + 1)).collect();
+        return Value::Set(items);
+    }
+    if let Ok(LuaValue::Table(v)) = t.raw_get::<LuaValue>("verbatim_string") {
+        if let (Ok(LuaValue::String(f)), Ok(LuaValue::String(s))) = (v.raw_get::<LuaValue>("format"), v.raw_get::<LuaValue>("string")) {
+            let f = f.as_bytes();
+            if f.len() == 3 {
+                return Value::Verbatim { format: [f[0], f[1], f[2]], text: Bytes::copy_from_slice(&s.as_bytes()) };
+            }
+        }
+    }
+    // An array: elements 1, 2, ... up to the first nil.
+    let mut items = Vec::new();
+    let mut i = 1;
+    loop {
+        match t.raw_get::<LuaValue>(i) {
+            Ok(LuaValue::Nil) | Err(_) => break,
+            Ok(v) => items.push(to_reply(&v, resp, depth + 1)),
+        }
+        i += 1;
+    }
+    Value::Array(items)
+}
+
+/// An error reply from a script's `{err=...}`: CR/LF become spaces, and a text without an error code gets none added
+/// (Redis sends it as written; `-` alone is not a valid reply, so an empty text becomes `ERR`).
+pub fn error_value(text: &[u8]) -> Value {
+    let clean = sanitize(text);
+    if clean.is_empty() {
+        return Value::error("ERR");
+    }
+    Value::Error(Bytes::from(clean))
+}
+
+fn sanitize(b: &[u8]) -> Vec<u8> {
+    b.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect()
+}

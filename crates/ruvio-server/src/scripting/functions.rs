@@ -1,0 +1,269 @@
+//! Redis 7 functions: libraries loaded with FUNCTION LOAD (`#!lua name=<lib>` followed by code that calls
+//! `redis.register_function`), their functions called with FCALL / FCALL_RO, and the shebang flags that EVAL scripts
+//! may carry too (`#!lua flags=no-writes`).
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+use mlua::{Function, Table, Value as LuaValue};
+use ruvio_protocol::Value;
+
+use crate::errors::*;
+
+/// Script flags (`no-writes`, `allow-oom`, `allow-stale`, `no-cluster`, `allow-cross-slot-keys`).
+#[derive(Clone, Debug, Default)]
+pub struct Flags {
+    /// The script declared flags in a shebang (or is a function): without `no-writes` it may not run from *_RO.
+    pub declared: bool,
+    pub no_writes: bool,
+    pub names: Vec<String>,
+}
+
+const KNOWN_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+
+impl Flags {
+    fn add(&mut self, name: &str) -> Result<(), Value> {
+        if !KNOWN_FLAGS.contains(&name) {
+            return Err(Value::error(format!("ERR Unexpected flag in script shebang: {name}")));
+        }
+        if name == "no-writes" {
+            self.no_writes = true;
+        }
+        self.names.push(name.to_string());
+        Ok(())
+    }
+}
+
+/// Splits an EVAL body's optional `#!lua flags=...` line off; returns the flags and the code to compile (the
+/// shebang line left empty, so line numbers stay those of the body).
+pub fn parse_eval_shebang(body: &Bytes) -> Result<(Flags, Bytes), Value> {
+    if !body.starts_with(b"#!") {
+        return Ok((Flags::default(), body.clone()));
+    }
+    let end = body.iter().position(|&c| c == b'\n').unwrap_or(body.len());
+    let line = String::from_utf8_lossy(&body[2..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if engine != "lua" {
+        return Err(Value::error(format!("ERR Unexpected engine in script shebang: {engine}")));
+    }
+    let mut flags = Flags { declared: true, ..Default::default() };
+    for p in parts {
+        match p.strip_prefix("flags=") {
+            Some(list) => {
+                for f in list.split(',').filter(|f| !f.is_empty()) {
+                    flags.add(f)?;
+                }
+            }
+            None => return Err(Value::error(format!("ERR Unknown lua shebang option: {p}"))),
+        }
+    }
+    let mut code = Vec::with_capacity(body.len());
+    code.extend_from_slice(&body[end..]);
+    Ok((flags, Bytes::from(code)))
+}
+
+pub struct RegisteredFunction {
+    pub func: Function,
+    pub library: String,
+    pub flags: Flags,
+    pub description: Option<String>,
+}
+
+pub struct Library {
+    pub code: Bytes,
+    /// Function names, in registration order.
+    pub functions: Vec<String>,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    pub libraries: BTreeMap<String, Library>,
+    pub functions: HashMap<String, RegisteredFunction>,
+}
+
+fn valid_name(n: &str) -> bool {
+    !n.is_empty() && n.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_')
+}
+
+/// Parses `#!lua name=<lib>` (the first line of a library); returns the name and the code to compile.
+fn parse_library_header(code: &Bytes) -> Result<(String, Bytes), Value> {
+    if !code.starts_with(b"#!") {
+        return Err(Value::error(ERR_FUNCTION_NO_METADATA));
+    }
+    let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
+    let line = String::from_utf8_lossy(&code[2..end]).into_owned();
+    let mut parts = line.split(' ').filter(|p| !p.is_empty());
+    let engine = parts.next().unwrap_or("");
+    if !engine.eq_ignore_ascii_case("lua") {
+        return Err(Value::error(format!("ERR Engine '{engine}' not found")));
+    }
+    let mut name = None;
+    for p in parts {
+        match p.strip_prefix("name=") {
+            Some(n) => name = Some(n.to_string()),
+            None => return Err(Value::error(format!("ERR Invalid metadata value given: {p}"))),
+        }
+    }
+    let name = name.ok_or_else(|| Value::error(ERR_FUNCTION_NO_LIBRARY_NAME))?;
+    if !valid_name(&name) {
+        return Err(Value::error(ERR_FUNCTION_BAD_LIBRARY_NAME));
+    }
+    Ok((name, Bytes::copy_from_slice(&code[end..])))
+}
+
+impl super::engine::Engine {
+    /// FUNCTION LOAD: compiles and runs the library's code, collecting what it registers. Returns the library name.
+    pub fn load_library(&mut self, code: &Bytes, replace: bool) -> Result<String, Value> {
+        let (name, body) = parse_library_header(code)?;
+        if self.functions.libraries.contains_key(&name) && !replace {
+            return Err(Value::error(format!("ERR Library '{name}' already exists")));
+        }
+        let lua = self.lua().clone();
+        let chunk = lua
+            .load(&body[..])
+            .set_name("@user_function")
+            .into_function()
+            .map_err(|e| Value::error(format!("ERR Error compiling function: {}", super::engine::lua_error_text(&e))))?;
+        let mut registered: Vec<(String, RegisteredFunction)> = Vec::new();
+        let bridge = self.bridge().clone();
+        let lib_name = name.clone();
+        let outcome: mlua::Result<Result<(), String>> = lua.scope(|scope| {
+            let register = scope.create_function_mut(|_, args: mlua::MultiValue| {
+                let r = register(&args, &lib_name);
+                match r {
+                    Ok(f) => {
+                        if registered.iter().any(|(n, _)| *n == f.0) {
+                            return Err(mlua::Error::RuntimeError("Function already exists in the library".into()));
+                        }
+                        registered.push(f);
+                        Ok(())
+                    }
+                    Err(e) => Err(mlua::Error::RuntimeError(e)),
+                }
+            })?;
+            bridge.raw_set("register", register)?;
+            let r = chunk.call::<()>(());
+            bridge.raw_set("register", LuaValue::Nil)?;
+            Ok(r.map_err(|e| super::engine::lua_error_text(&e)))
+        });
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(text)) | Err(mlua::Error::RuntimeError(text)) => {
+                return Err(Value::error(format!("ERR Error registering functions: {text}")));
+            }
+            Err(e) => return Err(Value::error(format!("ERR Error registering functions: {}", super::engine::lua_error_text(&e)))),
+        }
+        if registered.is_empty() {
+            return Err(Value::error(ERR_FUNCTION_NONE_REGISTERED));
+        }
+        for (fname, _) in &registered {
+            if let Some(existing) = self.functions.functions.get(fname) {
+                if existing.library != name {
+                    return Err(Value::error(format!("ERR Function {fname} already exists")));
+                }
+            }
+        }
+        self.delete_library(&name);
+        let names = registered.iter().map(|(n, _)| n.clone()).collect();
+        for (fname, f) in registered {
+            self.functions.functions.insert(fname, f);
+        }
+        self.functions.libraries.insert(name.clone(), Library { code: code.clone(), functions: names });
+        Ok(name)
+    }
+
+    /// Removes a library and its functions; false if there was none.
+    pub fn delete_library(&mut self, name: &str) -> bool {
+        match self.functions.libraries.remove(name) {
+            Some(lib) => {
+                for f in lib.functions {
+                    self.functions.functions.remove(&f);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn flush_functions(&mut self) {
+        self.functions = Registry::default();
+        let _ = self.lua().gc_collect();
+    }
+}
+
+/// One `redis.register_function` call: `(name, callback)` or `{function_name=, callback=, flags=, description=}`.
+fn register(args: &mlua::MultiValue, library: &str) -> Result<(String, RegisteredFunction), String> {
+    let mut flags = Flags { declared: true, ..Default::default() };
+    let (name, func, description) = match (args.front(), args.get(1)) {
+        (Some(LuaValue::String(n)), Some(LuaValue::Function(f))) if args.len() == 2 => (n.to_string_lossy(), f.clone(), None),
+        (Some(LuaValue::Table(t)), None) => named_args(t, &mut flags)?,
+        _ => return Err("wrong number of arguments to redis.register_function".into()),
+    };
+    if !valid_name(&name) {
+        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+    }
+    Ok((name, RegisteredFunction { func, library: library.to_string(), flags, description }))
+}
+
+fn named_args(t: &Table, flags: &mut Flags) -> Result<(String, Function, Option<String>), String> {
+    let mut name = None;
+    let mut func = None;
+    let mut description = None;
+    for pair in t.pairs::<String, LuaValue>() {
+        let (k, v) = pair.map_err(|e| e.to_string())?;
+        match (k.as_str(), v) {
+            ("function_name", LuaValue::String(s)) => name = Some(s.to_string_lossy()),
+            ("callback", LuaValue::Function(f)) => func = Some(f),
+            ("description", LuaValue::String(s)) => description = Some(s.to_string_lossy()),
+            ("flags", LuaValue::Table(list)) => {
+                for f in list.sequence_values::<String>() {
+                    let f = f.map_err(|e| e.to_string())?;
+                    flags.add(&f).map_err(|_| format!("unknown flag given: {f}"))?;
+                }
+            }
+            (other, _) => return Err(format!("unknown argument given to redis.register_function: {other}")),
+        }
+    }
+    match (name, func) {
+        (Some(n), Some(f)) => Ok((n, f, description)),
+        (None, _) => Err("redis.register_function must get a function name argument".into()),
+        (_, None) => Err("redis.register_function must get a callback argument".into()),
+    }
+}
+
+// ----- FUNCTION DUMP / RESTORE payload: our own format (Redis's is RDB-encoded; clients treat it as opaque) -----
+
+const DUMP_MAGIC: &[u8] = b"RVFN1";
+
+pub fn dump(reg: &Registry) -> Bytes {
+    let mut out = DUMP_MAGIC.to_vec();
+    for lib in reg.libraries.values() {
+        out.extend_from_slice(&(lib.code.len() as u32).to_le_bytes());
+        out.extend_from_slice(&lib.code);
+    }
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    Bytes::from(out)
+}
+
+/// The library codes in a DUMP payload.
+pub fn undump(payload: &[u8]) -> Result<Vec<Bytes>, Value> {
+    let bad = || Value::error(ERR_FUNCTION_BAD_PAYLOAD);
+    if payload.len() < DUMP_MAGIC.len() + 4 || !payload.starts_with(DUMP_MAGIC) {
+        return Err(bad());
+    }
+    let (body, crc) = payload.split_at(payload.len() - 4);
+    if crc32fast::hash(body).to_le_bytes() != crc {
+        return Err(bad());
+    }
+    let mut pos = DUMP_MAGIC.len();
+    let mut libs = Vec::new();
+    while pos < body.len() {
+        let len = u32::from_le_bytes(body.get(pos..pos + 4).ok_or_else(bad)?.try_into().map_err(|_| bad())?) as usize;
+        pos += 4;
+        libs.push(Bytes::copy_from_slice(body.get(pos..pos + len).ok_or_else(bad)?));
+        pos += len;
+    }
+    Ok(libs)
+}

@@ -1,0 +1,248 @@
+//! Lua scripting: EVAL/EVALSHA scripts and FUNCTION libraries, with Redis 7's environment and rules.
+//!
+//! - [`engine`]: the Lua 5.1 state (mlua, vendored), its sandbox, the `redis` API, compiling and running.
+//! - [`convert`]: reply <-> Lua conversions; [`libs`]: cjson, cmsgpack, bit, struct; [`functions`]: libraries.
+//!
+//! How a script runs. EVAL from a client hands the script to a blocking-pool thread and waits for its reply the
+//! way LEASE ... WAIT does (a [`crate::context::Block`]), so the client's I/O thread keeps serving its other
+//! connections. The script thread takes the store lock and holds it for the whole script (atomic), runs every
+//! `redis.call` through [`crate::dispatch::execute`] as [`crate::dispatch::Caller::Script`], and wraps the write
+//! records the script produced in MULTI ... EXEC (effects replication: the log holds what the script did, never the
+//! script). Inside MULTI/EXEC the script runs inline under EXEC's lock.
+//!
+//! While a script runs, [`RunState`] says so; connections check it before they wait for the store lock
+//! ([`busy_gate`]): past `busy-reply-threshold` they answer `-BUSY` instead of waiting, except for SCRIPT KILL,
+//! FUNCTION KILL and SHUTDOWN NOSAVE.
+
+pub mod convert;
+pub mod engine;
+pub mod functions;
+pub mod libs;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
+use ruvio_protocol::Value;
+
+use crate::errors::*;
+use crate::shared::Shared;
+use crate::store::Store;
+
+/// The Lua state's memory is bounded by this (allocations beyond it fail the script with an out-of-memory error).
+pub const LUA_MEMORY_LIMIT: usize = 1 << 30;
+
+/// Kill requests.
+pub const KILL_NONE: u8 = 0;
+pub const KILL_SCRIPT: u8 = 1;
+pub const KILL_SHUTDOWN: u8 = 2;
+
+/// What other threads may know about the script running now (read without the store lock).
+#[derive(Default)]
+pub struct RunState {
+    pub running: AtomicBool,
+    /// Monotonic ms when the running script started.
+    pub started: AtomicU64,
+    pub kill: AtomicU8,
+    /// The running script has executed a write (it can no longer be killed).
+    pub wrote: AtomicBool,
+    /// The running script is a function (FCALL), not EVAL.
+    pub is_function: AtomicBool,
+}
+
+impl RunState {
+    pub fn busy(&self, threshold_ms: u64) -> bool {
+        self.running.load(Ordering::Acquire) && crate::clock::mono_ms().saturating_sub(self.started.load(Ordering::Acquire)) >= threshold_ms
+    }
+}
+
+/// Everything about scripting the server keeps (in [`Shared`]).
+pub struct Scripting {
+    /// The Lua state with the script cache and function libraries; locked only under the store lock.
+    pub engine: Mutex<Option<engine::Engine>>,
+    pub run: Arc<RunState>,
+    /// INFO figures, refreshed after every script.
+    pub lua_memory: AtomicU64,
+    pub cached_scripts: AtomicU64,
+    pub scripts_bytes: AtomicU64,
+    pub functions_count: AtomicU64,
+    pub libraries_count: AtomicU64,
+}
+
+impl Default for Scripting {
+    fn default() -> Self {
+        Scripting {
+            engine: Mutex::new(None),
+            run: Arc::new(RunState::default()),
+            lua_memory: AtomicU64::new(0),
+            cached_scripts: AtomicU64::new(0),
+            scripts_bytes: AtomicU64::new(0),
+            functions_count: AtomicU64::new(0),
+            libraries_count: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Scripting {
+    /// The engine, created on first use. Call with the store lock held.
+    pub fn engine(&self) -> parking_lot::MappedMutexGuard<'_, engine::Engine> {
+        let mut g = self.engine.lock();
+        if g.is_none() {
+            *g = Some(engine::Engine::new(self.run.clone()).expect("creating the Lua state"));
+        }
+        MutexGuard::map(g, |e| e.as_mut().expect("created above"))
+    }
+
+    /// Refreshes the INFO figures from the engine.
+    pub fn update_stats(&self, e: &engine::Engine) {
+        self.lua_memory.store(e.used_memory() as u64, Ordering::Relaxed);
+        self.cached_scripts.store(e.scripts.len() as u64, Ordering::Relaxed);
+        self.scripts_bytes.store(e.scripts_bytes as u64, Ordering::Relaxed);
+        self.functions_count.store(e.functions.functions.len() as u64, Ordering::Relaxed);
+        self.libraries_count.store(e.functions.libraries.len() as u64, Ordering::Relaxed);
+    }
+
+    /// INFO memory lines.
+    pub fn info_memory(&self) -> String {
+        let lua = self.lua_memory.load(Ordering::Relaxed);
+        let scripts = self.scripts_bytes.load(Ordering::Relaxed);
+        format!(
+            "used_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\nused_memory_scripts_eval:{scripts}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\nnumber_of_libraries:{}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\nused_memory_scripts:{scripts}\r\nused_memory_scripts_human:{}\r\n",
+            human(lua),
+            self.cached_scripts.load(Ordering::Relaxed),
+            self.functions_count.load(Ordering::Relaxed),
+            self.libraries_count.load(Ordering::Relaxed),
+            human(scripts),
+        )
+    }
+}
+
+fn human(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{:.2}M", n as f64 / (1u64 << 20) as f64)
+    } else {
+        format!("{:.2}K", n as f64 / 1024.0)
+    }
+}
+
+fn threshold(shared: &Shared) -> u64 {
+    shared.config.read().busy_reply_threshold
+}
+
+/// Called by a connection before a command that will want the store lock. While a script runs this waits for it
+/// (polling, never parked on the lock for longer than a few ms) and, once the script is past
+/// `busy-reply-threshold`, answers `-BUSY` instead, except for the commands that may run during a busy script.
+/// `None`: go ahead.
+pub fn busy_gate(shared: &Shared, args: &[Bytes], holding_lock: bool) -> Option<Value> {
+    let run = &shared.scripts.run;
+    if holding_lock || !run.running.load(Ordering::Acquire) {
+        return None;
+    }
+    loop {
+        if !run.running.load(Ordering::Acquire) {
+            return None;
+        }
+        if run.busy(threshold(shared)) {
+            return busy_reply(shared, args);
+        }
+        if let Some(g) = shared.store.try_lock_for(Duration::from_millis(5)) {
+            drop(g);
+            return None;
+        }
+    }
+}
+
+/// During a busy script: `None` for SCRIPT KILL / FUNCTION KILL / SHUTDOWN NOSAVE (which then run without the store
+/// lock), the BUSY error for anything else.
+fn busy_reply(shared: &Shared, args: &[Bytes]) -> Option<Value> {
+    let name = &args[0];
+    let is = |s: &str| name.eq_ignore_ascii_case(s.as_bytes());
+    let sub_is = |s: &str| args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(s.as_bytes()));
+    if (is("script") || is("function")) && sub_is("kill") {
+        return None;
+    }
+    if is("shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
+        // The script is stopped where it is; what it wrote is dropped from the write log (it never completed).
+        shared.scripts.run.kill.store(KILL_SHUTDOWN, Ordering::Release);
+        return None;
+    }
+    Some(Value::error(if shared.scripts.run.is_function.load(Ordering::Acquire) { ERR_BUSY_FUNCTION } else { ERR_BUSY_SCRIPT }))
+}
+
+/// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true).
+pub fn kill(shared: &Shared, function: bool) -> Value {
+    let run = &shared.scripts.run;
+    if !run.running.load(Ordering::Acquire) || run.is_function.load(Ordering::Acquire) != function {
+        return Value::error(if function { ERR_NOTBUSY_FUNCTION } else { ERR_NOTBUSY_SCRIPT });
+    }
+    if run.wrote.load(Ordering::Acquire) {
+        return Value::error(ERR_UNKILLABLE);
+    }
+    run.kill.store(KILL_SCRIPT, Ordering::Release);
+    Value::ok()
+}
+
+/// Why a command may not run from a script (None: it may). Called by dispatch for [`crate::dispatch::Caller::Script`].
+pub fn refuse_in_script(shared: &Shared, resolved: &crate::commands::Resolved, args: &[Bytes], read_only: bool) -> Option<Value> {
+    use crate::commands::flags;
+    let top = resolved.parent.unwrap_or(resolved.spec);
+    if top.has(flags::INTERNAL) {
+        return Some(Value::error(ERR_SCRIPT_UNKNOWN_COMMAND));
+    }
+    if NOT_IN_SCRIPTS.contains(&top.name) {
+        return Some(Value::error(ERR_SCRIPT_NOT_ALLOWED));
+    }
+    let spec = resolved.spec;
+    if spec.has(flags::WRITE) {
+        if read_only {
+            return Some(Value::error(ERR_SCRIPT_WRITE_IN_RO));
+        }
+        if let Some(reason) = shared.aof.write_error() {
+            return Some(misconf(&reason));
+        }
+        if !crate::persistence::format::command_record_fits(args) {
+            return Some(Value::error(ERR_RECORD_TOO_LARGE));
+        }
+    }
+    None
+}
+
+/// Commands a script may not call (Redis's `noscript` flag): scripting itself, transactions, subscriptions and
+/// commands that make no sense from inside a script.
+const NOT_IN_SCRIPTS: &[&str] = &[
+    "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function", "multi", "exec", "discard",
+    "watch", "unwatch", "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
+    "auth", "hello", "shutdown", "save", "bgsave", "bgrewriteaof", "quit", "reset", "client", "monitor", "sync",
+    "psync", "replconf", "wait", "waitaof", "debug",
+];
+
+/// Logs every function library as `FUNCTION LOAD REPLACE <code>`: called by log compaction at the snapshot's
+/// instant, so the libraries open the new log file (the snapshot has no record for them).
+pub fn relog_functions(shared: &Shared, store: &mut Store) {
+    let engine = shared.scripts.engine.lock();
+    if let Some(e) = engine.as_ref() {
+        for lib in e.functions.libraries.values() {
+            store.log(0, vec![Bytes::from_static(b"FUNCTION"), Bytes::from_static(b"LOAD"), Bytes::from_static(b"REPLACE"), lib.code.clone()]);
+        }
+    }
+}
+
+/// Redis's SHA1 hex of a script body.
+pub fn sha1_hex(body: &[u8]) -> String {
+    use sha1::{Digest, Sha1};
+    let digest = Sha1::digest(body);
+    let mut s = String::with_capacity(40);
+    for b in digest.iter() {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The store while a script runs, for [`engine`]: locks it if not yet held.
+pub fn lock_store<'g>(shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>) {
+    if guard.is_none() {
+        *guard = Some(shared.store.lock());
+    }
+}
