@@ -8,7 +8,8 @@
 # 2. builds the workspace and runs the Rust tests (cargo build/test --release --workspace --all-features),
 # 3. runs the black-box compatibility suites against a started `ruvio` binary:
 #    pytest tests/python, then `node --test` in tests/node,
-# 4. runs each client package's own tests (clients/*/test.sh) and the cross-language conformance corpus
+# 4. runs each client package's own tests (clients/*/test.sh), the Redis lock libraries' proofs
+#    (tests/libraries/*/test.sh) and the cross-language conformance corpus
 #    (scripts/conformance.sh prints one table: corpus cases x languages).
 #
 # Environment:
@@ -116,6 +117,12 @@ if [ "$TARGET" != "redis" ]; then
     [ -e "$client_tests" ] || continue
     step "client: bash $client_tests"
     bash "$client_tests"
+  done
+
+  # Existing Redis lock libraries (node-redlock, go-redsync) run unchanged against ruvio, then against redis-server.
+  for lib_tests in tests/libraries/*/test.sh; do
+    step "library proof: bash $lib_tests (ruvio, then redis-server)"
+    bash "$lib_tests"
   done
 
   step "conformance corpus: every client's runner (bash scripts/conformance.sh)"
