@@ -28,6 +28,8 @@ pub use config::{Config, GroupConfig};
 use crate::raft::{LogStore, Network, Raft, StateMachine};
 use crate::state::{Command, Event, Response};
 
+const PROPOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Everything a coordinator's tasks share.
 pub struct Coordinator {
     pub cfg: Config,
@@ -55,6 +57,21 @@ impl Coordinator {
         self.cfg.groups.iter().find(|g| g.name == name)
     }
 
+    /// The agreed state, plus configured groups the leader has not recorded yet (answered from the configuration,
+    /// as Sentinel does right after start).
+    pub fn cluster_view(&self) -> state::ClusterState {
+        let mut c = self.sm.cluster();
+        for g in &self.cfg.groups {
+            c.groups.entry(g.name.clone()).or_insert_with(|| state::Group {
+                name: g.name.clone(),
+                primary: format!("{}:{}", g.ip, g.port),
+                durability_n: g.durability_replicas,
+                ..Default::default()
+            });
+        }
+        c
+    }
+
     /// This node's raft role, term and the leader's id.
     pub fn raft_status(&self) -> (openraft::ServerState, u64, Option<u64>) {
         let m = self.raft.metrics();
@@ -75,10 +92,7 @@ impl Coordinator {
     /// Commits a command through raft: directly when this node leads, else through the leader.
     pub async fn propose(&self, cmd: Command) -> Result<Response, String> {
         if self.is_leader() {
-            return match self.raft.client_write(cmd.clone()).await {
-                Ok(r) => Ok(r.data),
-                Err(e) => Err(format!("consensus: {e}")),
-            };
+            return self.write_local(cmd).await;
         }
         let leader = self.leader_addr().ok_or("no consensus leader (a majority of coordinators must be up)")?;
         let body = serde_json::to_vec(&cmd).map_err(|e| e.to_string())?;
@@ -93,6 +107,15 @@ impl Coordinator {
             return Err(node::text(&v));
         }
         serde_json::from_slice(v.as_bytes().unwrap_or_default()).map_err(|e| e.to_string())
+    }
+
+    /// `client_write` on this node (the leader), bounded: a leader cut off from the majority cannot commit.
+    pub async fn write_local(&self, cmd: Command) -> Result<Response, String> {
+        match tokio::time::timeout(PROPOSE_TIMEOUT, self.raft.client_write(cmd)).await {
+            Ok(Ok(r)) => Ok(r.data),
+            Ok(Err(e)) => Err(format!("consensus: {e}")),
+            Err(_) => Err(format!("NOQUORUM not committed within {PROPOSE_TIMEOUT:?}: a majority of coordinators is not reachable")),
+        }
     }
 
     pub fn publish(&self, channel: &'static str, message: String) {

@@ -376,7 +376,7 @@ impl Session {
         if want("clients") {
             let _ = write!(o, "# Clients\r\nconnected_clients:{}\r\n\r\n", co.connected_clients.load(Ordering::Relaxed));
         }
-        let cluster = co.sm.cluster();
+        let cluster = co.cluster_view();
         if want("sentinel") {
             let _ = write!(
                 o,
@@ -601,7 +601,7 @@ impl Session {
 
     async fn sentinel(&mut self, a: &[String]) -> Value {
         let sub = a[0].to_ascii_uppercase();
-        let cluster = self.co.sm.cluster();
+        let cluster = self.co.cluster_view();
         let group = |n: Option<&String>| n.and_then(|n| cluster.groups.get(n));
         let no_such = || err("ERR No such master with that name");
         match sub.as_str() {
@@ -650,7 +650,7 @@ impl Session {
                             tracing::info!("{}: {m}", a[1]);
                             Value::ok()
                         }
-                        Err(e) if e.starts_with("INPROG") || e.starts_with("NOGOODSLAVE") => err(e),
+                        Err(e) if e.starts_with("INPROG") || e.starts_with("NOGOODSLAVE") || e.starts_with("NOQUORUM") => err(e),
                         Err(e) => err(format!("ERR {e}")),
                     };
                 }
@@ -663,7 +663,7 @@ impl Session {
                 }
                 match Conn::connect(&leader, self.co.cfg.requirepass.as_deref(), Duration::from_secs(2)).await {
                     Ok(mut c) => c.cmd(&args, Duration::from_secs(60)).await.unwrap_or_else(|e| err(format!("ERR forwarding to the leader {leader}: {e}"))),
-                    Err(e) => err(format!("ERR forwarding to the leader {leader}: {e}")),
+                    Err(e) => err(format!("NOQUORUM the consensus leader {leader} is unreachable ({e}): a failover needs a majority of coordinators")),
                 }
             }
             "RESET" if a.len() == 2 => {
@@ -719,9 +719,9 @@ impl Session {
                 if !self.co.is_leader() {
                     return err("ERR not the consensus leader");
                 }
-                match self.co.raft.client_write(cmd).await {
-                    Ok(r) => Value::bulk(serde_json::to_vec(&r.data).unwrap_or_default()),
-                    Err(e) => err(format!("ERR consensus: {e}")),
+                match self.co.write_local(cmd).await {
+                    Ok(r) => Value::bulk(serde_json::to_vec(&r).unwrap_or_default()),
+                    Err(e) => err(format!("ERR {e}")),
                 }
             }
             "STATE" => Value::bulk(serde_json::to_vec(&self.co.sm.cluster()).unwrap_or_default()),
