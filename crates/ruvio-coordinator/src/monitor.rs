@@ -393,6 +393,11 @@ async fn leader_group_tick(co: &Arc<Coordinator>, gc: &GroupConfig, g: &Group) -
 /// Runs one failover of `name` (the leader only). `manual`: SENTINEL FAILOVER (no objective down needed; a
 /// reachable primary is paused and the chosen replica catches up first).
 pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &str) -> Result<String, String> {
+    // A leader cut off from the majority cannot commit anything: say so before anything else.
+    match tokio::time::timeout(Duration::from_secs(2), co.raft.is_leader()).await {
+        Ok(Ok(())) => {}
+        _ => return Err("NOQUORUM this coordinator cannot reach a majority of coordinators: no failover".into()),
+    }
     let lock = co.failover_locks.get(name).cloned().ok_or_else(|| format!("no such master '{name}'"))?;
     let Ok(_guard) = lock.try_lock() else { return Err("INPROG Failover already in progress".into()) };
     let gc = co.group_cfg(name).cloned().ok_or_else(|| format!("no such master '{name}'"))?;
