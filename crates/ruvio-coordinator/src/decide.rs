@@ -169,7 +169,9 @@ mod tests {
         let two = vec![cand("a", true, Some((7, 10, 10))), cand("b", true, Some((7, 12, 12))), cand("c", false, None)];
         assert!(matches!(decide(1, 7, &dd, &two, false), Decision::Wait { .. }));
         assert!(matches!(decide(2, 7, &dd, &two, false), Decision::Promote { addr, .. } if addr == "b"));
-        assert!(matches!(decide(3, 7, &dd, &two, false), Decision::Wait { .. }));
+        // n = R = 3: a durable write is on every member, so one promise is enough.
+        assert!(matches!(decide(3, 7, &dd, &two, false), Decision::Promote { addr, .. } if addr == "b"));
+        assert!(matches!(decide(4, 7, &dd, &two, false), Decision::Wait { .. }));
         let one = vec![cand("a", true, Some((7, 10, 10))), cand("b", false, None), cand("c", false, None)];
         assert!(matches!(decide(3, 7, &dd, &one, false), Decision::Promote { addr, .. } if addr == "a"));
         assert!(matches!(decide(2, 7, &dd, &one, false), Decision::Wait { .. }));

@@ -394,8 +394,8 @@ async fn leader_group_tick(co: &Arc<Coordinator>, gc: &GroupConfig, g: &Group) -
 /// reachable primary is paused and the chosen replica catches up first).
 pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &str) -> Result<String, String> {
     // A leader cut off from the majority cannot commit anything: say so before anything else.
-    match tokio::time::timeout(Duration::from_secs(2), co.raft.is_leader()).await {
-        Ok(Ok(())) => {}
+    match tokio::time::timeout(Duration::from_secs(2), co.raft.ensure_linearizable()).await {
+        Ok(Ok(_)) => {}
         _ => return Err("NOQUORUM this coordinator cannot reach a majority of coordinators: no failover".into()),
     }
     let lock = co.failover_locks.get(name).cloned().ok_or_else(|| format!("no such master '{name}'"))?;
