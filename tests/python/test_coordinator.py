@@ -71,7 +71,7 @@ class Procs:
         d = self.dir / f"redis-{port}"
         d.mkdir(exist_ok=True)
         cmd = [redis_server(), "--port", str(port), "--bind", "127.0.0.1", "--dir", str(d),
-               "--save", "", "--appendonly", "no"]
+               "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"]
         if primary is not None:
             cmd += ["--replicaof", "127.0.0.1", str(primary)]
         self.spawn(f"redis-{port}", cmd, port)

@@ -412,6 +412,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
         let health = co.health.lock().unwrap();
         let mut min_epoch = 0;
         let mut cands = Vec::new();
+        let primary_down_ms = health.get(&g.primary).and_then(|h| h.sdown_since).map_or(0, |t| t.elapsed().as_millis() as u64 + gc.down_after_ms);
         for a in instances(&g) {
             let h = health.get(&a);
             if let Some(rf) = h.and_then(|h| h.info.as_ref()).and_then(|i| i.ruvio) {
@@ -421,7 +422,15 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
                 continue;
             }
             let info = h.and_then(|h| h.fresh_info(max_age));
-            let reachable = info.is_some_and(|i| !i.is_master && i.slave_priority != 0);
+            // As Sentinel: not a replica in the middle of a full sync, nor one whose link has been down much longer
+            // than the primary has been (10 x down-after beyond the primary's own down time), nor priority 0.
+            let link_ok = |i: &ReplInfo| match i.link_down_since_secs {
+                _ if i.link_up => true,
+                Some(s) if s >= 0 => (s as u64) * 1000 <= primary_down_ms + gc.down_after_ms * 10,
+                Some(_) => false,
+                None => true,
+            };
+            let reachable = info.is_some_and(|i| !i.is_master && i.slave_priority != 0 && !i.sync_in_progress && link_ok(i));
             let offset = info.map_or(0, |i| i.ruvio.map_or(i.offset, |r| r.lsn));
             cands.push(Candidate { addr: a, reachable, offset, promise: None });
         }
@@ -429,7 +438,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
         (cands, min_epoch, primary_up)
     };
     if !cands.iter().any(|c| c.reachable) {
-        let why = "no reachable replica to promote".to_string();
+        let why = "no reachable replica to promote (replicas down, still in their first sync, or with priority 0)".to_string();
         let _ = co.propose(Command::SetWaiting { name: name.into(), reason: Some(why.clone()) }).await;
         co.publish("-failover-abort-no-good-slave", instance_desc("master", &g.primary, name, &g.primary));
         return Err(format!("NOGOODSLAVE {why}"));

@@ -100,6 +100,10 @@ pub struct ReplInfo {
     /// master_repl_offset on a primary, slave_repl_offset on a replica.
     pub offset: u64,
     pub slave_priority: u64,
+    /// A replica in the middle of a full sync (its data set is not usable).
+    pub sync_in_progress: bool,
+    /// Seconds since the replica's link went down (None: link up, or not reported); -1 = never up.
+    pub link_down_since_secs: Option<i64>,
     pub slaves: Vec<SlaveLine>,
     pub ruvio: Option<RuvioFields>,
 }
@@ -129,6 +133,8 @@ pub fn parse_info(t: &str) -> ReplInfo {
             "master_repl_offset" => master_offset = num(),
             "slave_repl_offset" => slave_offset = Some(num()),
             "slave_priority" | "replica_priority" => r.slave_priority = num(),
+            "master_sync_in_progress" => r.sync_in_progress = v == "1",
+            "master_link_down_since_seconds" => r.link_down_since_secs = v.parse().ok(),
             "ruvio_epoch" => {
                 is_ruvio = true;
                 ruvio.epoch = num();

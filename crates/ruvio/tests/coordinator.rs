@@ -48,7 +48,7 @@ fn redis(dir: &Path, port: u16, primary: Option<u16>) -> Proc {
     std::fs::create_dir_all(&d).unwrap();
     let log = d.join("log");
     let mut cmd = Command::new(redis_server_bin());
-    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir", d.to_str().unwrap(), "--save", "", "--appendonly", "no"]);
+    cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--dir", d.to_str().unwrap(), "--save", "", "--appendonly", "no", "--repl-diskless-sync-delay", "0"]);
     if let Some(p) = primary {
         cmd.args(["--replicaof", "127.0.0.1", &p.to_string()]);
     }
@@ -214,6 +214,10 @@ fn start_group(dir: &Path) -> Group {
     let p = redis(dir, ports[0], None);
     let r1 = redis(dir, ports[1], Some(ports[0]));
     let r2 = redis(dir, ports[2], Some(ports[0]));
+    // The replicas must have finished their first sync: a replica still in it is not a candidate (as in Sentinel).
+    let mut c = Conn::connect(ports[0]);
+    assert!(common::is_ok(&c.cmd(&["SET", "synced", "1"])));
+    wait_for("both replicas synced", || c.cmd(&["WAIT", "2", "1000"]) == Value::Integer(2));
     Group { ports, nodes: vec![Some(p), Some(r1), Some(r2)] }
 }
 
@@ -351,4 +355,63 @@ fn one_coordinator_of_three_cannot_fail_over() {
     // One peer back makes a majority: now it fails over.
     co.restart(1);
     wait_for("failover once a majority is back", || master_addr(c).is_some_and(|(_, p)| p != g.ports[0]));
+}
+
+#[test]
+fn paused_primary_is_failed_over_then_demoted_and_a_manual_failover_goes_through_a_follower() {
+    let dir = temp_dir("coord-pause");
+    let mut g = start_group(&dir);
+    let co = Coordinators::start(&dir, 3, g.ports[0], 2);
+    let mut want = vec![g.ports[1], g.ports[2]];
+    want.sort();
+    for p in co.ports.clone() {
+        wait_for("every coordinator knows both replicas", || replica_ports(p) == want);
+    }
+    let old = g.ports[0];
+    // A client of the primary, connected before the pause: it must be disconnected when the node is demoted.
+    let mut client = Conn::connect(old);
+    assert!(common::is_ok(&client.cmd(&["SET", "k", "v"])));
+    // Both replicas have it (their first sync is over).
+    wait_for("both replicas acknowledged", || client.cmd(&["WAIT", "2", "1000"]) == Value::Integer(2));
+    let mut sub = subscribe_switch(co.ports[0]);
+    let pid = g.nodes[0].as_ref().unwrap().child.id() as i32;
+    // SAFETY: signalling our own child by pid.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let start = Instant::now();
+    let new = loop {
+        if let Some((_, p)) = master_addr(co.ports[0]) {
+            if p != old {
+                break p;
+            }
+        }
+        if start.elapsed() > WAIT {
+            unsafe { libc::kill(pid, libc::SIGCONT) };
+            panic!("no failover of a paused primary; logs:\n{}", co.logs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    expect_switch(&mut sub, old, new);
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    wait_for("the paused primary, resumed, becomes a replica of the new one", || role(old) == Some(("slave".into(), Some(new))));
+    wait_for("its old clients are disconnected", || client.try_cmd(&["PING"]).is_err());
+    assert_eq!(cmd(new, &["GET", "k"]).and_then(|v| bulk(&v)).as_deref(), Some("v"));
+
+    // Manual failover asked on a coordinator that is not the raft leader (forwarded to it).
+    let leader = info_field(co.ports[0], "raft_leader").unwrap();
+    let follower = *co.ports.iter().find(|p| !leader.ends_with(&format!(":{p}"))).unwrap();
+    wait_for("the demoted node caught up", || {
+        cmd(co.ports[0], &["SENTINEL", "REPLICAS", "mymaster"]).is_some_and(|v| match v {
+            Value::Array(list) => list.iter().all(|r| field(r, "master-link-status").as_deref() == Some("ok")),
+            _ => false,
+        })
+    });
+    assert!(common::is_ok(&cmd(new, &["SET", "before-switch", "1"]).unwrap()));
+    let r = cmd(follower, &["SENTINEL", "FAILOVER", "mymaster"]).unwrap();
+    assert!(common::is_ok(&r), "{r:?}; logs:\n{}", co.logs());
+    let third = master_addr(follower).unwrap().1;
+    assert_ne!(third, new);
+    expect_switch(&mut sub, new, third);
+    assert_eq!(cmd(third, &["GET", "before-switch"]).and_then(|v| bulk(&v)).as_deref(), Some("1"));
+    wait_for("the previous primary follows the new one", || role(new) == Some(("slave".into(), Some(third))));
+    assert!(info_field(follower, "group0").unwrap().contains("epoch=2"));
 }
