@@ -439,7 +439,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
     };
     if !cands.iter().any(|c| c.reachable) {
         let why = "no reachable replica to promote (replicas down, still in their first sync, or with priority 0)".to_string();
-        let _ = co.propose(Command::SetWaiting { name: name.into(), reason: Some(why.clone()) }).await;
+        set_waiting(co, &g, &why).await;
         co.publish("-failover-abort-no-good-slave", instance_desc("master", &g.primary, name, &g.primary));
         return Err(format!("NOGOODSLAVE {why}"));
     }
@@ -448,7 +448,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
             "durability-replicas {} needs Ruvio nodes (REPLICATION PROMISE); these nodes are redis-server: waiting (FORCE to promote anyway)",
             g.durability_n
         );
-        let _ = co.propose(Command::SetWaiting { name: name.into(), reason: Some(why.clone()) }).await;
+        set_waiting(co, &g, &why).await;
         return Err(why);
     }
 
@@ -500,7 +500,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
         Decision::Promote { addr, note } => (addr, note),
         Decision::Wait { reason: why } => {
             tracing::warn!("{name}: not promoting at epoch {epoch}: {why}");
-            let _ = co.propose(Command::SetWaiting { name: name.into(), reason: Some(why.clone()) }).await;
+            set_waiting(co, &g, &why).await;
             co.publish("-failover-abort-not-enough-promises", format!("{} {why}", instance_desc("master", &g.primary, name, &g.primary)));
             return Err(format!("NOGOODSLAVE {why}"));
         }
@@ -564,6 +564,15 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
     rt.next_attempt = None;
     rt.durable_targets.clear();
     Ok(format!("failed over from {} to {to} at epoch {epoch} in {} ms ({note})", g.primary, started.elapsed().as_millis()))
+}
+
+/// Records why a failover does not promote (only when the reason changed, so waiting does not grow the log).
+async fn set_waiting(co: &Arc<Coordinator>, g: &Group, why: &str) {
+    if g.waiting_reason.as_deref() != Some(why) {
+        if let Err(e) = co.propose(Command::SetWaiting { name: g.name.clone(), reason: Some(why.to_string()) }).await {
+            tracing::warn!("{}: recording the waiting reason: {e}", g.name);
+        }
+    }
 }
 
 /// Pauses writes on the old primary and waits (bounded) until `to` has its offset. Returns whether it paused.
