@@ -399,7 +399,12 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
         _ => return Err("NOQUORUM this coordinator cannot reach a majority of coordinators: no failover".into()),
     }
     let lock = co.failover_locks.get(name).cloned().ok_or_else(|| format!("no such master '{name}'"))?;
-    let Ok(_guard) = lock.try_lock() else { return Err("INPROG Failover already in progress".into()) };
+    // An automatic attempt skips when another runs; an operator's waits for it (bounded).
+    let _guard = if reason == "manual" {
+        tokio::time::timeout(Duration::from_secs(15), lock.lock_owned()).await.map_err(|_| "INPROG Failover already in progress".to_string())?
+    } else {
+        lock.try_lock_owned().map_err(|_| "INPROG Failover already in progress".to_string())?
+    };
     let gc = co.group_cfg(name).cloned().ok_or_else(|| format!("no such master '{name}'"))?;
     let g = co.sm.cluster().groups.get(name).cloned().ok_or_else(|| format!("no such master '{name}'"))?;
     let started = Instant::now();
@@ -504,6 +509,11 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
             co.publish("-failover-abort-not-enough-promises", format!("{} {why}", instance_desc("master", &g.primary, name, &g.primary)));
             return Err(format!("NOGOODSLAVE {why}"));
         }
+    };
+    let note = if force && g.durability_n > 0 && !ruvio {
+        format!("FORCED by the operator with durability-replicas {} on redis-server nodes (no promises, the old primary was not fenced): writes not received by {to} are lost; {note}", g.durability_n)
+    } else {
+        note
     };
     tracing::info!("{name}: epoch {epoch}: promoting {to}: {note}");
     co.publish("+selected-slave", instance_desc("slave", &to, name, &g.primary));

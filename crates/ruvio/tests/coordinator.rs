@@ -68,10 +68,14 @@ struct Coordinators {
 impl Coordinators {
     /// `n` coordinators monitoring `mymaster` at `primary` with `quorum`.
     fn start(dir: &Path, n: usize, primary: u16, quorum: usize) -> Coordinators {
+        Self::start_with(dir, n, primary, quorum, "")
+    }
+
+    fn start_with(dir: &Path, n: usize, primary: u16, quorum: usize, extra: &str) -> Coordinators {
         let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let peers: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let conf = format!(
-            "bind 127.0.0.1\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {primary} {quorum}\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel parallel-syncs mymaster 1\n",
+            "bind 127.0.0.1\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {primary} {quorum}\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel parallel-syncs mymaster 1\n{extra}",
             peers.join(" ")
         );
         let mut c = Coordinators { dir: dir.to_path_buf(), ports, procs: Vec::new(), conf };
@@ -414,4 +418,42 @@ fn paused_primary_is_failed_over_then_demoted_and_a_manual_failover_goes_through
     assert_eq!(cmd(third, &["GET", "before-switch"]).and_then(|v| bulk(&v)).as_deref(), Some("1"));
     wait_for("the previous primary follows the new one", || role(new) == Some(("slave".into(), Some(third))));
     assert!(info_field(follower, "group0").unwrap().contains("epoch=2"));
+}
+
+#[test]
+fn durability_rule_without_promises_waits_visibly_and_force_overrides() {
+    let dir = temp_dir("coord-wait");
+    let mut g = start_group(&dir);
+    // n = 1 on redis-server nodes: no REPLICATION PROMISE possible, so the rule can never be met.
+    let co = Coordinators::start_with(&dir, 1, g.ports[0], 1, "sentinel durability-replicas mymaster 1\n");
+    let c = co.ports[0];
+    let mut want = vec![g.ports[1], g.ports[2]];
+    want.sort();
+    wait_for("replicas discovered", || replica_ports(c) == want);
+    let m = cmd(c, &["SENTINEL", "MASTER", "mymaster"]).unwrap();
+    assert_eq!(field(&m, "durability-replicas").as_deref(), Some("1"));
+    let old = g.ports[0];
+    g.nodes[0].as_mut().unwrap().kill9();
+    let mut reason = String::new();
+    wait_for("the reason for not promoting is visible", || {
+        reason = cmd(c, &["SENTINEL", "MASTER", "mymaster"]).and_then(|m| field(&m, "failover-waiting-reason")).unwrap_or_default();
+        !reason.is_empty()
+    });
+    assert!(reason.contains("durability-replicas 1") && reason.contains("redis-server"), "{reason}");
+    assert!(info_field(c, "group0_waiting").is_some_and(|w| w == reason));
+    assert_eq!(master_addr(c), Some(("127.0.0.1".into(), old)));
+    assert_eq!(role(g.ports[1]).unwrap().0, "slave");
+    assert_eq!(role(g.ports[2]).unwrap().0, "slave");
+    let r = cmd(c, &["SENTINEL", "FAILOVER", "mymaster"]).unwrap();
+    assert!(matches!(&r, Value::Error(e) if String::from_utf8_lossy(e).contains("redis-server")), "{r:?}");
+    // The operator forces it: promoted, and what may be lost is recorded.
+    let r = cmd(c, &["SENTINEL", "FAILOVER", "mymaster", "FORCE"]).unwrap();
+    assert!(common::is_ok(&r), "{r:?}; logs:\n{}", co.logs());
+    let new = master_addr(c).unwrap().1;
+    assert!(g.ports[1..].contains(&new));
+    let m = cmd(c, &["SENTINEL", "MASTER", "mymaster"]).unwrap();
+    let note = field(&m, "last-failover-note").unwrap_or_default();
+    assert!(note.contains("FORCED") && note.contains("lost"), "{note}");
+    assert!(field(&m, "last-failover").unwrap_or_default().contains("FORCED"));
+    assert_eq!(field(&m, "failover-waiting-reason"), None);
 }
