@@ -364,7 +364,7 @@ fn one_coordinator_of_three_cannot_fail_over() {
 #[test]
 fn paused_primary_is_failed_over_then_demoted_and_a_manual_failover_goes_through_a_follower() {
     let dir = temp_dir("coord-pause");
-    let mut g = start_group(&dir);
+    let g = start_group(&dir);
     let co = Coordinators::start(&dir, 3, g.ports[0], 2);
     let mut want = vec![g.ports[1], g.ports[2]];
     want.sort();
