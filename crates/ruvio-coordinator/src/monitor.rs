@@ -71,6 +71,8 @@ pub struct GroupRuntime {
     pub odown_since: Option<Instant>,
     pub next_attempt: Option<Instant>,
     pub failover_running: bool,
+    /// (raft term, epoch) of this leader's last attempt that ended waiting without promoting anyone.
+    pub reusable_epoch: Option<(u64, u64)>,
     /// Primary LSN seen when a replica first appeared: it joins D once its fsynced LSN reaches it.
     pub durable_targets: HashMap<String, u64>,
 }
@@ -413,15 +415,18 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
     let ruvio = is_ruvio_group(co, &g);
 
     // Candidates, from this coordinator's probes.
-    let (cands, min_epoch, primary_up) = {
+    let (cands, min_epoch, primary_up, max_node_epoch, max_promised) = {
         let health = co.health.lock().unwrap();
         let mut min_epoch = 0;
+        let (mut max_node_epoch, mut max_promised) = (0, 0);
         let mut cands = Vec::new();
         let primary_down_ms = health.get(&g.primary).and_then(|h| h.sdown_since).map_or(0, |t| t.elapsed().as_millis() as u64 + gc.down_after_ms);
         for a in instances(&g) {
             let h = health.get(&a);
             if let Some(rf) = h.and_then(|h| h.info.as_ref()).and_then(|i| i.ruvio) {
                 min_epoch = min_epoch.max(rf.epoch.max(rf.promised_epoch) + 1);
+                max_node_epoch = max_node_epoch.max(rf.epoch);
+                max_promised = max_promised.max(rf.promised_epoch);
             }
             if a == g.primary {
                 continue;
@@ -440,7 +445,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
             cands.push(Candidate { addr: a, reachable, offset, promise: None });
         }
         let primary_up = health.get(&g.primary).and_then(|h| h.fresh_info(max_age)).is_some_and(|i| i.is_master);
-        (cands, min_epoch, primary_up)
+        (cands, min_epoch, primary_up, max_node_epoch, max_promised)
     };
     if !cands.iter().any(|c| c.reachable) {
         let why = "no reachable replica to promote (replicas down, still in their first sync, or with priority 0)".to_string();
@@ -457,14 +462,24 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
         return Err(why);
     }
 
-    // 1. Raise the epoch through consensus.
-    let r = co
-        .propose(Command::BeginFailover { name: name.into(), from: g.primary.clone(), min_epoch, reason: reason.into(), now_ms: now_ms() })
-        .await?;
-    if !r.ok {
-        return Err(r.message);
-    }
-    let epoch = r.epoch;
+    // 1. Raise the epoch through consensus. A retry after this leader's own attempt ended waiting for promises
+    //    (nothing was promoted) reuses that epoch while the raft term is the same: no other leader can have used it,
+    //    and the epoch space (16 bits in the server's tokens) is not spent at one per second while waiting.
+    let (_, term, _) = co.raft_status();
+    let reusable = co.runtime.lock().unwrap().get(name).and_then(|r| r.reusable_epoch);
+    let epoch = match (reusable, &g.failover) {
+        (Some((t, e)), Some(f)) if t == term && f.epoch == e && f.from == g.primary && e > max_node_epoch && e >= max_promised => e,
+        _ => {
+            let r = co
+                .propose(Command::BeginFailover { name: name.into(), from: g.primary.clone(), min_epoch, reason: reason.into(), now_ms: now_ms() })
+                .await?;
+            if !r.ok {
+                return Err(r.message);
+            }
+            r.epoch
+        }
+    };
+    co.runtime.lock().unwrap().entry(name.to_string()).or_default().reusable_epoch = None;
     co.publish("+try-failover", instance_desc("master", &g.primary, name, &g.primary));
     co.publish("+elected-leader", instance_desc("master", &g.primary, name, &g.primary));
     co.publish("+failover-state-select-slave", instance_desc("master", &g.primary, name, &g.primary));
@@ -504,6 +519,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
     let (to, note) = match decide(n, epoch, &g.durability_set, &cands, force) {
         Decision::Promote { addr, note } => (addr, note),
         Decision::Wait { reason: why } => {
+            co.runtime.lock().unwrap().entry(name.to_string()).or_default().reusable_epoch = Some((term, epoch));
             tracing::warn!("{name}: not promoting at epoch {epoch}: {why}");
             set_waiting(co, &g, &why).await;
             co.publish("-failover-abort-not-enough-promises", format!("{} {why}", instance_desc("master", &g.primary, name, &g.primary)));
