@@ -1,4 +1,5 @@
-//! The `ruvio` binary: `ruvio [server] [flags]` runs the server; `ruvio check-aof [--fix] PATH` checks data files.
+//! The `ruvio` binary: `ruvio [server] [flags]` runs the server; `ruvio check-aof [--fix] PATH` checks data files;
+//! `ruvio coordinator --config FILE` runs a failover coordinator (Sentinel protocol, see docs/coordinator.md).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +29,89 @@ enum Command {
         /// A `.incr` or `.base` file, or the `.manifest` (then every file it lists is checked).
         path: PathBuf,
     },
+    /// Run a failover coordinator (answers the Sentinel protocol; see docs/coordinator.md).
+    Coordinator(CoordinatorArgs),
+}
+
+#[derive(Args, Clone, Default)]
+struct CoordinatorArgs {
+    /// A sentinel.conf-style file (sentinel monitor ..., coordinator-peers ...); flags override it.
+    #[arg(long, short = 'c')]
+    config: Option<PathBuf>,
+    /// Addresses to listen on (default 127.0.0.1).
+    #[arg(long, num_args = 1..)]
+    bind: Vec<String>,
+    /// TCP port (default 26379).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Data folder for the consensus log and state (default ./coordinator-data).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Every coordinator of the group as host:port, this one included.
+    #[arg(long, num_args = 1..)]
+    peers: Vec<String>,
+    /// Password clients (and the other coordinators) must send.
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// Log level: debug, verbose, notice, warning, nothing.
+    #[arg(long)]
+    loglevel: Option<String>,
+}
+
+fn build_coordinator_config(a: &CoordinatorArgs) -> Result<ruvio_coordinator::Config, String> {
+    let mut c = ruvio_coordinator::Config::default();
+    if let Some(path) = &a.config {
+        c.load_file(path)?;
+    }
+    let mut set = |words: Vec<String>| c.apply(&words);
+    if !a.bind.is_empty() {
+        set([vec!["bind".to_string()], a.bind.clone()].concat())?;
+    }
+    if let Some(v) = a.port {
+        set(vec!["port".into(), v.to_string()])?;
+    }
+    if let Some(v) = &a.dir {
+        set(vec!["dir".into(), v.display().to_string()])?;
+    }
+    if !a.peers.is_empty() {
+        set([vec!["coordinator-peers".to_string()], a.peers.clone()].concat())?;
+    }
+    if let Some(v) = &a.requirepass {
+        set(vec!["requirepass".into(), v.clone()])?;
+    }
+    if let Some(v) = &a.loglevel {
+        set(vec!["loglevel".into(), v.clone()])?;
+    }
+    c.members()?;
+    Ok(c)
+}
+
+fn run_coordinator(a: &CoordinatorArgs) -> ExitCode {
+    let config = match build_coordinator_config(a) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ruvio coordinator: configuration error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| match config.loglevel.as_str() {
+        "debug" => "debug,openraft=info".to_string(),
+        "verbose" => "info,ruvio_coordinator=debug".to_string(),
+        "warning" => "warn".to_string(),
+        "nothing" => "off".to_string(),
+        _ => "info,openraft=warn".to_string(),
+    });
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
+    match runtime.block_on(ruvio_coordinator::run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("ruvio coordinator: {e}");
+            eprintln!("ruvio coordinator: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 #[derive(Args, Clone, Default)]
@@ -128,6 +212,7 @@ fn main() -> ExitCode {
         Some(Command::CheckAof { fix, path }) => {
             return ExitCode::from(ruvio_server::persistence::check::run(&path, fix) as u8);
         }
+        Some(Command::Coordinator(a)) => return run_coordinator(&a),
         None => cli.server,
     };
     let config = match build_config(&args) {
