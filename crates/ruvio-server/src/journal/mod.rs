@@ -179,6 +179,12 @@ impl Journal {
             encode_record(&mut b.open, lsn, rec.wall_ms, rec.db as u32, RecordKind::Command, |o| encode_command(o, &rec.args));
         }
         let last = b.next_lsn - 1;
+        (last, self.appended_up_to(b, last))
+    }
+
+    /// After records up to `last` were added to the open segment: seals it when it is full, publishes `last`, wakes
+    /// the async consumers. Returns the open segment's size.
+    fn appended_up_to(&self, mut b: parking_lot::MutexGuard<'_, Backlog>, last: u64) -> usize {
         let open = b.open.len();
         if open >= SEGMENT_BYTES {
             b.seal();
@@ -189,7 +195,7 @@ impl Journal {
         if self.async_readers.load(Ordering::Relaxed) > 0 {
             self.appended.notify_waiters();
         }
-        (last, open)
+        open
     }
 
     /// A replica's commit: records its primary already numbered and framed (`first_lsn..=last_lsn`, checked by the
@@ -202,17 +208,7 @@ impl Journal {
         }
         b.open.extend_from_slice(bytes);
         b.next_lsn = last_lsn + 1;
-        let open = b.open.len();
-        if open >= SEGMENT_BYTES {
-            b.seal();
-            b.trim();
-        }
-        drop(b);
-        self.last_lsn.store(last_lsn, Ordering::Release);
-        if self.async_readers.load(Ordering::Relaxed) > 0 {
-            self.appended.notify_waiters();
-        }
-        open
+        self.appended_up_to(b, last_lsn)
     }
 
     /// A replica loaded its primary's snapshot of LSN `lsn`: its own history is replaced, the next record is
