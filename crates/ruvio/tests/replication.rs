@@ -281,7 +281,7 @@ fn a_replica_paused_past_the_backlog_takes_a_new_snapshot() {
 #[test]
 fn durable_connections_wait_for_replicas_and_undo_grants_they_cannot_make_durable() {
     let (pd, rd) = (temp_dir("repl-durable-p"), temp_dir("repl-durable-r"));
-    let primary = start(&pd, &["--appendfsync", "everysec", "--durability-timeout", "800"]);
+    let primary = start(&pd, &["--appendfsync", "everysec", "--durability-timeout", "2000"]);
     let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
     caught_up(&primary, &replica);
     let mut c = primary.conn();
@@ -295,14 +295,30 @@ fn durable_connections_wait_for_replicas_and_undo_grants_they_cannot_make_durabl
     assert_eq!(err(&c.cmd(&["SET", "durable:two", "v"])), "NOREPLICAS Not enough good replicas to write.");
     assert_eq!(c.cmd(&["EXISTS", "durable:two"]), Value::Integer(0));
     assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
-    // Every replica paused: no answer before the timeout, then NOTDURABLE, and the lock is free again.
+    // Every replica paused: no answer before the timeout, then NOTDURABLE, and the lock is free again. Meanwhile a
+    // connection without durability is answered as usual.
     signal(&replica, libc::SIGSTOP);
+    let port = primary.port;
+    let waiting = std::thread::spawn(move || {
+        let mut c = Conn::connect(port);
+        assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
+        let started = Instant::now();
+        let reply = c.cmd(&["LEASE", "durable:2", "60000"]);
+        (reply, started.elapsed())
+    });
+    let mut plain = primary.conn();
+    // Once the durable LEASE is waiting (a blocked client), the plain connection writes.
     let started = Instant::now();
-    let reply = c.cmd(&["LEASE", "durable:2", "60000"]);
-    let waited = started.elapsed();
+    while primary.info_in("clients", "blocked_clients") == "0" {
+        assert!(started.elapsed() < Duration::from_secs(30), "the durable LEASE never waited");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(is_ok(&plain.cmd(&["SET", "plain:during", "1"])));
+    assert!(!waiting.is_finished(), "the durable grant was answered while every replica was paused");
+    let (reply, waited) = waiting.join().unwrap();
     signal(&replica, libc::SIGCONT);
     assert!(err(&reply).starts_with("NOTDURABLE the grant was not acknowledged"), "{reply:?}");
-    assert!(waited >= Duration::from_millis(800), "answered after {waited:?}, before the timeout");
+    assert!(waited >= Duration::from_millis(2000), "answered after {waited:?}, before the timeout");
     let mut other = primary.conn();
     assert_eq!(other.cmd(&["LOCKINFO", "durable:2"]), Value::Nil, "the undone grant must not hold the lock");
     assert!(int(&other.cmd(&["LEASE", "durable:2", "1000"])) > token);
@@ -464,4 +480,23 @@ fn after_a_promotion_the_other_replicas_continue_from_the_new_primary_without_a_
     assert_eq!(r1.info_in("replication", "full_syncs"), "0", "new primary stderr: {}", r1.stderr());
     assert_eq!(r1.info_in("replication", "partial_syncs"), "1");
     assert_eq!(r2.info_in("replication", "ruvio_epoch"), r1.info_in("replication", "ruvio_epoch"));
+}
+
+#[test]
+fn a_replica_that_promised_a_newer_epoch_refuses_an_older_primary() {
+    let (pd, rd) = (temp_dir("repl-promise-p"), temp_dir("repl-promise-r"));
+    let primary = start(&pd, &[]);
+    let replica = start(&rd, &[]);
+    let mut rc = replica.conn();
+    let Value::Array(p) = rc.cmd(&["REPLICATION", "PROMISE", "3"]) else { panic!("PROMISE") };
+    assert_eq!(int(&p[0]), 3);
+    primary.conn().cmd(&["SET", "k", "v"]);
+    assert!(is_ok(&rc.cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()])));
+    let started = Instant::now();
+    while !replica.stderr().contains("older than the replica's 3") {
+        assert!(started.elapsed() < Duration::from_secs(30), "no refusal logged: {}", replica.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(replica.info_in("replication", "master_link_status"), "down");
+    assert_eq!(rc.cmd(&["GET", "k"]), Value::Nil, "nothing of the older primary was applied");
 }
