@@ -8,6 +8,8 @@ import subprocess
 import threading
 import time
 
+import uuid
+
 import pytest
 
 import ruvio
@@ -135,14 +137,15 @@ def test_release_rides_out_a_restart(own_server: Server, key: str) -> None:
 
 
 def test_durability_option_is_sent_and_its_error_surfaced(server: Server) -> None:
+    # The option goes out as CLIENT DURABILITY REPLICAS n on connect. This server has no replicas, so a write on a
+    # connection that needs one is refused before it runs, with the server's own error.
     r = ruvio.Ruvio("127.0.0.1", server.port, durability_replicas=1)
+    assert r.ping()
     with pytest.raises(ruvio.ResponseError) as e:
-        r.ping()
-    # Today's server has no CLIENT DURABILITY yet: its answer proves the command went out on connect.
-    assert "DURABILITY" in str(e.value)
+        r.lease(f"durable-{uuid.uuid4().hex}", 1000)
+    assert "NOREPLICAS" in str(e.value)
     r2 = ruvio.from_url(f"redis://127.0.0.1:{server.port}?durability_replicas=0", protocol=2)
-    with pytest.raises(ruvio.ResponseError):
-        r2.ping()
+    assert r2.lease(f"durable-{uuid.uuid4().hex}", 1000) is not None
 
 
 def test_resp2_fallback_when_server_lacks_hello() -> None:
