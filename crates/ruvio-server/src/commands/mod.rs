@@ -8,6 +8,7 @@
 pub mod connection_family;
 pub mod generic_family;
 pub mod hash_family;
+pub mod info;
 pub mod lock_family;
 pub mod object_family;
 pub mod persistence_family;

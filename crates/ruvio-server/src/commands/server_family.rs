@@ -51,7 +51,7 @@ pub fn container_help(_ctx: &mut Ctx) -> Value {
 
 fn info(ctx: &mut Ctx) -> Value {
     let sections: Vec<String> = ctx.args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
-    let text = crate::info::render(ctx, &sections);
+    let text = super::info::render(ctx, &sections);
     Value::Verbatim { format: *b"txt", text: Bytes::from(text) }
 }
 
@@ -97,7 +97,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
     }
     // More clients need more file descriptors: refused, as in Redis, when the limit cannot be raised to fit them.
     let (old_max, io_threads) = { let c = ctx.shared.config.read(); (c.maxclients, c.io_threads) };
-    let fits = if next.maxclients > old_max { crate::server::fit_fd_limit(next.maxclients, io_threads) } else { Ok((next.maxclients, None)) };
+    let fits = if next.maxclients > old_max { crate::os::fit_fd_limit(next.maxclients, io_threads) } else { Ok((next.maxclients, None)) };
     if let Some(n) = fits.map_or(Some(0), |(n, _)| (n < next.maxclients).then_some(n)) {
         return config_set_failed("maxclients", &format!("The operating system is not able to handle the specified number of clients, try with {n}"));
     }

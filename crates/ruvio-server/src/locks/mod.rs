@@ -9,7 +9,6 @@ pub mod tokens;
 
 pub mod engine;
 pub mod records;
-pub mod timer;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 

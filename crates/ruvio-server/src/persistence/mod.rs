@@ -316,12 +316,21 @@ pub fn open(shared: &Arc<Shared>, loaded: loader::Loaded) -> Result<(), String> 
     Ok(())
 }
 
+/// What INFO `# Persistence` reports besides the persistence handle itself.
+pub struct InfoFigures {
+    /// Changes since the last snapshot.
+    pub dirty: u64,
+    /// The token issuer's last token and the end of its fsynced reservation.
+    pub tokens: (i64, i64),
+    /// The data set is loading.
+    pub loading: bool,
+}
+
 /// INFO `# Persistence`.
-/// `tokens`: the issuer's (last token, reservation end).
-pub fn info_section(shared: &Shared, dirty: u64, tokens: (i64, i64), out: &mut String) {
+pub fn info_section(aof: &Aof, journal: &crate::journal::Journal, figures: InfoFigures, out: &mut String) {
     use std::fmt::Write;
-    let s = &shared.aof.stats;
-    let aof = &shared.aof;
+    let InfoFigures { dirty, tokens, loading } = figures;
+    let s = &aof.stats;
     let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let gi = |a: &AtomicI64| a.load(Ordering::Relaxed);
     let now = crate::clock::wall_ms();
@@ -330,11 +339,10 @@ pub fn info_section(shared: &Shared, dirty: u64, tokens: (i64, i64), out: &mut S
     let last_rewrite = gi(&s.last_rewrite_ms);
     let last_rewrite_sec = if last_rewrite < 0 { -1 } else { last_rewrite / 1000 };
     let status = |ok: bool| if ok { "ok" } else { "err" };
-    let (last_lsn, synced) = (shared.journal.last_lsn(), shared.journal.durability.local());
+    let (last_lsn, synced) = (journal.last_lsn(), journal.durability.local());
     let pending_lsns = last_lsn.saturating_sub(synced);
     let last_fsync = gi(&s.last_fsync_ms);
     let fsync_lag = if pending_lsns == 0 || last_fsync == 0 { 0 } else { (now - last_fsync).max(0) };
-    let loading = shared.loading.load(Ordering::Relaxed);
     let _ = write!(
         out,
         "loading:{}\r\nasync_loading:0\r\nrdb_changes_since_last_save:{dirty}\r\nrdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\nrdb_last_bgsave_time_sec:{last_rewrite_sec}\r\n\

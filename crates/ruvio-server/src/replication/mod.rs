@@ -275,12 +275,21 @@ impl Replication {
     }
 }
 
+/// What INFO `# Replication` reports besides the replication state itself.
+pub struct InfoFigures {
+    /// The failover epoch the tokens carry.
+    pub epoch: u16,
+    /// The last LSN fsynced here (0 when this node keeps no log).
+    pub fsynced: u64,
+    /// `repl-backlog-size`.
+    pub backlog_size: u64,
+}
+
 /// INFO `# Replication`: Redis's fields (offsets are LSNs), then Ruvio's own.
-pub fn info_section(shared: &crate::shared::Shared, epoch: u16, out: &mut String) {
+pub fn info_section(r: &Replication, journal: &crate::journal::Journal, figures: InfoFigures, out: &mut String) {
     use std::fmt::Write;
-    let r = &shared.replication;
-    let last = shared.journal.last_lsn();
-    let fsynced = if shared.aof.enabled() { shared.journal.durability.local() } else { 0 };
+    let InfoFigures { epoch, fsynced, backlog_size } = figures;
+    let last = journal.last_lsn();
     match r.upstream() {
         Some(u) => {
             let up = u.state == "connected";
@@ -314,7 +323,7 @@ pub fn info_section(shared: &crate::shared::Shared, epoch: u16, out: &mut String
             out.push_str("master_failover_state:no-failover\r\n");
         }
     }
-    let backlog = shared.journal.backlog_bytes();
+    let backlog = journal.backlog_bytes();
     let promised = r.promised_epoch();
     let (replid2, second) = match r.previous() {
         Some((id, until)) => (id, (until + 1) as i64),
@@ -322,10 +331,9 @@ pub fn info_section(shared: &crate::shared::Shared, epoch: u16, out: &mut String
     };
     let _ = write!(
         out,
-        "master_replid:{}\r\nmaster_replid2:{replid2}\r\nmaster_repl_offset:{last}\r\nsecond_repl_offset:{second}\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{backlog}\r\nruvio_epoch:{epoch}\r\nruvio_promised_epoch:{promised}\r\nruvio_lsn:{last}\r\nruvio_fsynced_lsn:{fsynced}\r\nfull_syncs:{}\r\npartial_syncs:{}\r\n",
+        "master_replid:{}\r\nmaster_replid2:{replid2}\r\nmaster_repl_offset:{last}\r\nsecond_repl_offset:{second}\r\nrepl_backlog_active:1\r\nrepl_backlog_size:{backlog_size}\r\nrepl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{backlog}\r\nruvio_epoch:{epoch}\r\nruvio_promised_epoch:{promised}\r\nruvio_lsn:{last}\r\nruvio_fsynced_lsn:{fsynced}\r\nfull_syncs:{}\r\npartial_syncs:{}\r\n",
         r.replid(),
-        shared.config.read().repl_backlog_size,
-        shared.journal.oldest_lsn(),
+        journal.oldest_lsn(),
         r.full_syncs.load(Ordering::Relaxed),
         r.partial_syncs.load(Ordering::Relaxed),
     );

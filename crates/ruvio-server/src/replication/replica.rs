@@ -58,7 +58,7 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
     // A primary that vanished without closing the link (a dead machine, a cut cable) is noticed by TCP keepalive.
     let keepalive = shared.config.read().tcp_keepalive;
     if keepalive > 0 {
-        crate::server::set_keepalive(&stream, keepalive);
+        crate::os::set_keepalive(&stream, keepalive);
     }
     let (mut rd, mut wr) = stream.into_split();
     let (epoch, aof, my_port) = {

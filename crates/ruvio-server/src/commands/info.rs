@@ -1,4 +1,6 @@
-//! INFO: one function per section, in Redis's format (`# Section` then `field:value` lines).
+//! INFO: one function per section, in Redis's format (`# Section` then `field:value` lines). Each subsystem
+//! renders its own section from its own state (`persistence::info_section`, `replication::info_section`,
+//! `locks::engine::info_section`); the adapters here pick those states out of the server.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -83,16 +85,18 @@ pub fn rss_bytes() -> u64 {
         .unwrap_or(0)
 }
 
-fn memory(_ctx: &mut Ctx, out: &mut String) {
+fn memory(ctx: &mut Ctx, out: &mut String) {
     let rss = rss_bytes();
     let _ = write!(out, "used_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n");
-    out.push_str(&_ctx.shared.scripts.info_memory());
+    out.push_str(&ctx.shared.scripts.info_memory());
 }
 
 fn persistence(ctx: &mut Ctx, out: &mut String) {
     let store = ctx.store();
     let (dirty, tokens) = (store.changes(), (store.locks.tokens.last(), store.locks.tokens.reserved_until()));
-    crate::persistence::info_section(ctx.shared, dirty, tokens, out);
+    let loading = ctx.shared.loading.load(Ordering::Relaxed);
+    let figures = crate::persistence::InfoFigures { dirty, tokens, loading };
+    crate::persistence::info_section(&ctx.shared.aof, &ctx.shared.journal, figures, out);
 }
 
 fn stats(ctx: &mut Ctx, out: &mut String) {
@@ -123,7 +127,11 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
 
 fn replication(ctx: &mut Ctx, out: &mut String) {
     let epoch = ctx.store().locks.tokens.epoch();
-    crate::replication::info_section(ctx.shared, epoch, out);
+    let shared = ctx.shared;
+    let fsynced = if shared.aof.enabled() { shared.journal.durability.local() } else { 0 };
+    let backlog_size = shared.config.read().repl_backlog_size;
+    let figures = crate::replication::InfoFigures { epoch, fsynced, backlog_size };
+    crate::replication::info_section(&shared.replication, &shared.journal, figures, out);
 }
 
 fn cpu(_ctx: &mut Ctx, out: &mut String) {
