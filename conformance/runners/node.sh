@@ -11,5 +11,7 @@ if [ ! -d node_modules/typescript ]; then
   npm ci --no-audit --no-fund --loglevel=error >&2
 fi
 echo "conformance/runners/node.sh: Node.js $("$NODE" --version) ($(command -v "$NODE"))" >&2
+# RUVIO_NODE_REPORT (optional): a file to which the version that runs the corpus is appended (test.sh checks it).
+if [ -n "${RUVIO_NODE_REPORT:-}" ]; then "$NODE" --version >>"$RUVIO_NODE_REPORT"; fi
 "$NODE" scripts/build.mjs >&2
 exec "$NODE" test/conformance/runner.mjs
