@@ -1,3 +1,4 @@
+import "./dispose.js";
 import { EventEmitter } from "node:events";
 import * as net from "node:net";
 import * as tls from "node:tls";
@@ -12,9 +13,6 @@ import {
 import { acquireLock, type AcquireOptions, type LockHandle } from "./lock.js";
 import { resolveOptions, type Address, type ClientOptions, type ResolvedOptions } from "./options.js";
 import { Decoder, encodeCommand, Push, type Arg, type RespValue } from "./resp.js";
-
-// Node.js 18.0-18.17 lacks Symbol.asyncDispose; later versions (and TypeScript's `await using`) use the real one.
-(Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for("nodejs.asyncDispose");
 
 /** A fencing token: a positive 64-bit integer carried as a decimal string. Methods also accept a `bigint`. */
 export type Token = string;

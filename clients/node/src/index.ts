@@ -2,6 +2,7 @@
  * ruvio-client: the Node.js client for Ruvio. See README.md.
  * @packageDocumentation
  */
+import "./dispose.js";
 export { Batch, createClient, RuvioClient, Pipeline, Transaction } from "./client.js";
 export type { CommandOptions, LockInfo, PipelineResult, Token } from "./client.js";
 export { LockHandle } from "./lock.js";

@@ -1,3 +1,4 @@
+import "./dispose.js";
 import { performance } from "node:perf_hooks";
 import type { RuvioClient, Token } from "./client.js";
 import { LockLostError, RuvioError } from "./errors.js";
