@@ -333,7 +333,7 @@ impl Connection {
             return (None, None);
         }
         // While a script runs, wait for it without parking on the store lock, and answer -BUSY once it is long.
-        if let Some(busy) = crate::scripting::busy_gate(shared, args, guard.is_some()) {
+        if let Some(busy) = crate::scripting::host::busy_gate(shared, args, guard.is_some()) {
             return (Some(busy), None);
         }
         let (reply, block) = crate::dispatch::execute(crate::dispatch::Caller::Client, now, shared, &mut self.state, args, guard);

@@ -13,7 +13,8 @@ use super::{eq_ic, CommandSpec};
 use crate::client::ClientState;
 use crate::context::{Block, Ctx};
 use crate::errors::*;
-use crate::scripting::engine::{Env, Target};
+use crate::scripting::engine::Target;
+use crate::scripting::host::ServerHost;
 use crate::scripting::{self, KILL_NONE, KILL_SHUTDOWN};
 use crate::shared::Shared;
 use crate::store::{LogRecord, Store};
@@ -170,7 +171,7 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
     tokio::task::spawn_blocking(move || {
         let mut guard: Option<MutexGuard<'_, Store>> = None;
         let now = {
-            scripting::lock_store(&shared, &mut guard);
+            scripting::host::lock_store(&shared, &mut guard);
             crate::clock::mono_ms()
         };
         let reply = run_job(&shared, &mut client, &mut guard, &job, &keys, &argv, read_only, now, true);
@@ -195,7 +196,7 @@ fn run_job<'g>(
     now: u64,
     wrap: bool,
 ) -> Value {
-    scripting::lock_store(shared, guard);
+    scripting::host::lock_store(shared, guard);
     let log_start = guard.as_ref().map(|s| s.log.len()).unwrap_or(0);
     let run = &shared.scripts.run;
     run.kill.store(KILL_NONE, Ordering::Release);
@@ -210,9 +211,9 @@ fn run_job<'g>(
             Job::Script(sha) => Target::Script(sha),
             Job::Function(name) => Target::Function(name),
         };
-        let mut env = Env { shared, client: &mut *client, guard: &mut *guard, now, read_only };
+        let mut host = ServerHost { shared, client: &mut *client, guard: &mut *guard, now, read_only };
         let started = std::time::Instant::now();
-        let reply = engine.run(target, keys, argv, &mut env);
+        let reply = engine.run(target, keys, argv, &mut host);
         if let Job::Script(sha) = job {
             if let Some(s) = engine.scripts.get_mut(sha) {
                 s.record_run(started.elapsed().as_millis() as u64);
@@ -303,7 +304,7 @@ fn script_flush(ctx: &mut Ctx) -> Value {
 }
 
 fn script_kill(ctx: &mut Ctx) -> Value {
-    scripting::kill(ctx.shared, false)
+    ctx.shared.scripts.kill(false)
 }
 
 fn help(lines: &[&str]) -> Value {
@@ -530,7 +531,7 @@ fn function_stats(ctx: &mut Ctx) -> Value {
 }
 
 fn function_kill(ctx: &mut Ctx) -> Value {
-    scripting::kill(ctx.shared, true)
+    ctx.shared.scripts.kill(true)
 }
 
 fn function_help(_ctx: &mut Ctx) -> Value {

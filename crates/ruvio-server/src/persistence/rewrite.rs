@@ -137,7 +137,7 @@ pub(crate) fn snapshot_to(shared: &Shared, path: &std::path::Path, at_instant: i
         }
         // Function libraries are not in the snapshot: they follow it as records (the new log file starts with them,
         // a replica's stream too).
-        crate::scripting::relog_functions(shared, &mut store);
+        shared.scripts.relog_functions(&mut store);
         let wall = crate::clock::wall_ms();
         let tokens = &store.locks.tokens;
         encode_record(&mut buf, lsn, wall, 0, RecordKind::Tokens, |o| {

@@ -6,15 +6,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, Variadic, VmState};
-use parking_lot::MutexGuard;
 use ruvio_protocol::Value;
 
 use super::convert::{lua_to_reply, reply_to_lua};
 use super::{RunState, KILL_NONE};
-use crate::client::ClientState;
 use crate::errors::*;
-use crate::shared::Shared;
-use crate::store::Store;
 
 /// Sets up the sandbox. Runs once with the full base library; `base` receives what scripts may use, `B` is the
 /// bridge the Rust side fills for each run (call, KEYS, ARGV, resp, register).
@@ -147,13 +143,10 @@ pub struct Engine {
     pub functions: super::functions::Registry,
 }
 
-/// Who a script's commands run as, and with what lock.
-pub struct Env<'a, 'g> {
-    pub shared: &'g Arc<Shared>,
-    pub client: &'a mut ClientState,
-    pub guard: &'a mut Option<MutexGuard<'g, Store>>,
-    pub now: u64,
-    pub read_only: bool,
+/// The server a script runs against: executes one `redis.call` and returns its reply, or the error text the
+/// script sees when the command may not run (unknown, wrong arity, not allowed in scripts, a write in EVAL_RO).
+pub trait Host {
+    fn call(&mut self, argv: &[Bytes]) -> Result<Value, String>;
 }
 
 /// What to run: a cached script or a registered function.
@@ -242,7 +235,7 @@ impl Engine {
     }
 
     /// Runs a cached script or a function with `keys` and `argv`; the reply is ready to send.
-    pub fn run(&mut self, target: Target, keys: &[Bytes], argv: &[Bytes], env: &mut Env) -> Value {
+    pub fn run(&mut self, target: Target, keys: &[Bytes], argv: &[Bytes], host: &mut dyn Host) -> Value {
         let (func, name, is_function) = match target {
             Target::Script(sha) => match self.scripts.get(sha) {
                 Some(s) => (s.func.clone(), sha.to_string(), false),
@@ -272,7 +265,7 @@ impl Engine {
             }
             let bridge = self.bridge.clone();
             let result = lua.scope(|scope| {
-                let call = scope.create_function_mut(|lua, args: Variadic<LuaValue>| bridge_call(lua, &bridge, args, env))?;
+                let call = scope.create_function_mut(|lua, args: Variadic<LuaValue>| bridge_call(lua, &bridge, args, host))?;
                 self.bridge.raw_set("call", call)?;
                 let body = if is_function {
                     // FCALL: the registered function receives (keys, args), through a Lua trampoline so its errors
@@ -305,7 +298,7 @@ impl Engine {
 }
 
 /// `redis.call` / `redis.pcall`: runs one command. Returns (is_error, value); the Lua side raises for `call`.
-fn bridge_call(lua: &Lua, bridge: &Table, args: Variadic<LuaValue>, env: &mut Env) -> mlua::Result<(bool, LuaValue)> {
+fn bridge_call(lua: &Lua, bridge: &Table, args: Variadic<LuaValue>, host: &mut dyn Host) -> mlua::Result<(bool, LuaValue)> {
     let err = |text: &str| -> mlua::Result<(bool, LuaValue)> {
         let t = lua.create_table()?;
         t.raw_set("err", text)?;
@@ -323,40 +316,13 @@ fn bridge_call(lua: &Lua, bridge: &Table, args: Variadic<LuaValue>, env: &mut En
             _ => return err(ERR_SCRIPT_ARG_TYPE),
         }
     }
-    let resolved = match crate::commands::resolve(&argv) {
-        Ok(r) => r,
-        Err(e) => {
-            let text = error_text(&e);
-            return if text.starts_with("ERR unknown command") {
-                err(ERR_SCRIPT_UNKNOWN_COMMAND)
-            } else if text.starts_with("ERR wrong number of arguments") {
-                err(ERR_SCRIPT_WRONG_ARITY)
-            } else {
-                err(&text)
-            };
-        }
+    let reply = match host.call(&argv) {
+        Ok(reply) => reply,
+        Err(text) => return err(&text),
     };
-    if let Some(refusal) = super::refuse_in_script(env.shared, &resolved, &argv, env.read_only) {
-        let text = error_text(&refusal);
-        return err(&text);
-    }
-    let shared = env.shared;
-    super::lock_store(shared, env.guard);
-    let before = env.guard.as_ref().map(|s| s.changes()).unwrap_or(0);
-    let (reply, _block) = crate::dispatch::execute(crate::dispatch::Caller::Script, env.now, shared, env.client, &argv, env.guard);
-    if env.guard.as_ref().map(|s| s.changes()).unwrap_or(0) != before {
-        shared.scripts.run.wrote.store(true, Ordering::Release);
-    }
     let resp = bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
     let is_err = reply.is_error();
     Ok((is_err, reply_to_lua(lua, &reply, resp)?))
-}
-
-fn error_text(v: &Value) -> String {
-    match v {
-        Value::Error(b) => String::from_utf8_lossy(b).into_owned(),
-        _ => String::new(),
-    }
 }
 
 /// xpcall's message handler: turns any error into `{err=..., source=..., line=...}` with the innermost user frame.

@@ -4,31 +4,33 @@
 //! - [`convert`]: reply <-> Lua conversions; [`libs`]: cjson, cmsgpack, bit, struct; [`functions`]: libraries.
 //!
 //! How a script runs. EVAL from a client hands the script to a blocking-pool thread and waits for its reply the
-//! way LEASE ... WAIT does (a [`crate::context::Block`]), so the client's I/O thread keeps serving its other
+//! way LEASE ... WAIT does (a blocked reply), so the client's I/O thread keeps serving its other
 //! connections. The script thread takes the store lock and holds it for the whole script (atomic), runs every
-//! `redis.call` through [`crate::dispatch::execute`] as [`crate::dispatch::Caller::Script`], and wraps the write
+//! `redis.call` through dispatch as a script caller, and wraps the write
 //! records the script produced in MULTI ... EXEC (effects replication: the log holds what the script did, never the
 //! script). Inside MULTI/EXEC the script runs inline under EXEC's lock.
 //!
 //! While a script runs, [`RunState`] says so; connections check it before they wait for the store lock
-//! ([`busy_gate`]): past `busy-reply-threshold` they answer `-BUSY` instead of waiting, except for SCRIPT KILL,
-//! FUNCTION KILL and SHUTDOWN NOSAVE.
+//! ([`host::busy_gate`]): past `busy-reply-threshold` they answer `-BUSY` instead of waiting, except for SCRIPT
+//! KILL, FUNCTION KILL and SHUTDOWN NOSAVE.
+//!
+//! Layers: the engine knows nothing of the server; it runs `redis.call` through the [`engine::Host`] it is given.
+//! [`host`] is the server's side: the host that executes through dispatch, and the gates around scripts.
 
 pub mod convert;
 pub mod engine;
 pub mod functions;
+pub mod host;
 pub mod libs;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use ruvio_protocol::Value;
 
 use crate::errors::*;
-use crate::shared::Shared;
 use crate::store::Store;
 
 /// The Lua state's memory is bounded by this (allocations beyond it fail the script with an out-of-memory error).
@@ -104,6 +106,30 @@ impl Scripting {
         self.libraries_count.store(e.functions.libraries.len() as u64, Ordering::Relaxed);
     }
 
+    /// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true).
+    pub fn kill(&self, function: bool) -> Value {
+        let run = &self.run;
+        if !run.running.load(Ordering::Acquire) || run.is_function.load(Ordering::Acquire) != function {
+            return Value::error(if function { ERR_NOTBUSY_FUNCTION } else { ERR_NOTBUSY_SCRIPT });
+        }
+        if run.wrote.load(Ordering::Acquire) {
+            return Value::error(ERR_UNKILLABLE);
+        }
+        run.kill.store(KILL_SCRIPT, Ordering::Release);
+        Value::ok()
+    }
+
+    /// Logs every function library as `FUNCTION LOAD REPLACE <code>`: called by log compaction at the snapshot's
+    /// instant, so the libraries open the new log file (the snapshot has no record for them).
+    pub fn relog_functions(&self, store: &mut Store) {
+        let engine = self.engine.lock();
+        if let Some(e) = engine.as_ref() {
+            for lib in e.functions.libraries.values() {
+                store.log(0, vec![Bytes::from_static(b"FUNCTION"), Bytes::from_static(b"LOAD"), Bytes::from_static(b"REPLACE"), lib.code.clone()]);
+            }
+        }
+    }
+
     /// INFO memory lines.
     pub fn info_memory(&self) -> String {
         let lua = self.lua_memory.load(Ordering::Relaxed);
@@ -127,108 +153,6 @@ fn human(n: u64) -> String {
     }
 }
 
-fn threshold(shared: &Shared) -> u64 {
-    shared.config.read().busy_reply_threshold
-}
-
-/// Called by a connection before a command that will want the store lock. While a script runs this waits for it
-/// (polling, never parked on the lock for longer than a few ms) and, once the script is past
-/// `busy-reply-threshold`, answers `-BUSY` instead, except for the commands that may run during a busy script.
-/// `None`: go ahead.
-pub fn busy_gate(shared: &Shared, args: &[Bytes], holding_lock: bool) -> Option<Value> {
-    let run = &shared.scripts.run;
-    if holding_lock || !run.running.load(Ordering::Acquire) {
-        return None;
-    }
-    loop {
-        if !run.running.load(Ordering::Acquire) {
-            return None;
-        }
-        if run.busy(threshold(shared)) {
-            return busy_reply(shared, args);
-        }
-        if let Some(g) = shared.store.try_lock_for(Duration::from_millis(5)) {
-            drop(g);
-            return None;
-        }
-    }
-}
-
-/// During a busy script: `None` for SCRIPT KILL / FUNCTION KILL / SHUTDOWN NOSAVE (which then run without the store
-/// lock), the BUSY error for anything else.
-fn busy_reply(shared: &Shared, args: &[Bytes]) -> Option<Value> {
-    let name = &args[0];
-    let is = |s: &str| name.eq_ignore_ascii_case(s.as_bytes());
-    let sub_is = |s: &str| args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(s.as_bytes()));
-    if (is("script") || is("function")) && sub_is("kill") {
-        return None;
-    }
-    if is("shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
-        // The script is stopped where it is; what it wrote is dropped from the write log (it never completed).
-        shared.scripts.run.kill.store(KILL_SHUTDOWN, Ordering::Release);
-        return None;
-    }
-    Some(Value::error(if shared.scripts.run.is_function.load(Ordering::Acquire) { ERR_BUSY_FUNCTION } else { ERR_BUSY_SCRIPT }))
-}
-
-/// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true).
-pub fn kill(shared: &Shared, function: bool) -> Value {
-    let run = &shared.scripts.run;
-    if !run.running.load(Ordering::Acquire) || run.is_function.load(Ordering::Acquire) != function {
-        return Value::error(if function { ERR_NOTBUSY_FUNCTION } else { ERR_NOTBUSY_SCRIPT });
-    }
-    if run.wrote.load(Ordering::Acquire) {
-        return Value::error(ERR_UNKILLABLE);
-    }
-    run.kill.store(KILL_SCRIPT, Ordering::Release);
-    Value::ok()
-}
-
-/// Why a command may not run from a script (None: it may). Called by dispatch for [`crate::dispatch::Caller::Script`].
-pub fn refuse_in_script(shared: &Shared, resolved: &crate::commands::Resolved, args: &[Bytes], read_only: bool) -> Option<Value> {
-    use crate::commands::flags;
-    let top = resolved.parent.unwrap_or(resolved.spec);
-    if top.has(flags::INTERNAL) {
-        return Some(Value::error(ERR_SCRIPT_UNKNOWN_COMMAND));
-    }
-    if NOT_IN_SCRIPTS.contains(&top.name) {
-        return Some(Value::error(ERR_SCRIPT_NOT_ALLOWED));
-    }
-    let spec = resolved.spec;
-    if spec.has(flags::WRITE) {
-        if read_only {
-            return Some(Value::error(ERR_SCRIPT_WRITE_IN_RO));
-        }
-        if let Some(reason) = shared.aof.write_error() {
-            return Some(misconf(&reason));
-        }
-        if !crate::persistence::format::command_record_fits(args) {
-            return Some(Value::error(ERR_RECORD_TOO_LARGE));
-        }
-    }
-    None
-}
-
-/// Commands a script may not call (Redis's `noscript` flag): scripting itself, transactions, subscriptions and
-/// commands that make no sense from inside a script.
-const NOT_IN_SCRIPTS: &[&str] = &[
-    "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function", "multi", "exec", "discard",
-    "watch", "unwatch", "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
-    "auth", "hello", "shutdown", "save", "bgsave", "bgrewriteaof", "quit", "reset", "client", "monitor", "sync",
-    "psync", "replconf", "wait", "waitaof", "debug",
-];
-
-/// Logs every function library as `FUNCTION LOAD REPLACE <code>`: called by log compaction at the snapshot's
-/// instant, so the libraries open the new log file (the snapshot has no record for them).
-pub fn relog_functions(shared: &Shared, store: &mut Store) {
-    let engine = shared.scripts.engine.lock();
-    if let Some(e) = engine.as_ref() {
-        for lib in e.functions.libraries.values() {
-            store.log(0, vec![Bytes::from_static(b"FUNCTION"), Bytes::from_static(b"LOAD"), Bytes::from_static(b"REPLACE"), lib.code.clone()]);
-        }
-    }
-}
-
 /// Redis's SHA1 hex of a script body.
 pub fn sha1_hex(body: &[u8]) -> String {
     use sha1::{Digest, Sha1};
@@ -240,9 +164,3 @@ pub fn sha1_hex(body: &[u8]) -> String {
     s
 }
 
-/// The store while a script runs, for [`engine`]: locks it if not yet held.
-pub fn lock_store<'g>(shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>) {
-    if guard.is_none() {
-        *guard = Some(shared.store.lock());
-    }
-}
