@@ -1,0 +1,372 @@
+package dev.ruvio.redissonproof;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.File;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
+import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * Redisson's normal lock flows, unchanged, against a real server: {@code $RUVIO_BIN} by default, Debian's
+ * {@code redis-server} with {@code LIBRARY_TARGET=redis} (the same tests, so a pass proves compatibility rather than a
+ * Ruvio-only path). Each test starts its own server on a free port with a fresh data folder.
+ */
+@Timeout(value = 150, unit = TimeUnit.SECONDS)
+class RedissonProofTest {
+    /** Low on purpose: the watchdog test holds a lock past several of these. */
+    static final long WATCHDOG_MS = 3_000;
+
+    private TestServer server;
+    private final List<RedissonClient> clients = new ArrayList<>();
+    private final ExecutorService pool = Executors.newCachedThreadPool();
+
+    static Config config(String address) {
+        Config config = new Config();
+        config.setLockWatchdogTimeout(WATCHDOG_MS);
+        config.setThreads(2);
+        config.setNettyThreads(4);
+        config.useSingleServer()
+                .setAddress(address)
+                .setConnectionMinimumIdleSize(1)
+                .setConnectionPoolSize(4)
+                .setSubscriptionConnectionMinimumIdleSize(1)
+                .setSubscriptionConnectionPoolSize(2)
+                .setTimeout(10_000)
+                .setRetryAttempts(0);
+        return config;
+    }
+
+    @BeforeEach
+    void start() throws Exception {
+        server = TestServer.start();
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        pool.shutdownNow();
+        for (RedissonClient c : clients) {
+            c.shutdown(0, 5, TimeUnit.SECONDS);
+        }
+        server.close();
+    }
+
+    /** A Redisson client of its own (its own connection pool and id), as a separate service would have. */
+    RedissonClient client() {
+        RedissonClient c = Redisson.create(config(server.address()));
+        clients.add(c);
+        return c;
+    }
+
+    static void waitFor(String what, long timeoutMs, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting for: " + what);
+            }
+            Thread.sleep(25);
+        }
+    }
+
+    /** A check through the raw connection that may throw IOException. */
+    interface Check {
+        boolean ok() throws Exception;
+    }
+
+    static BooleanSupplier unchecked(Check c) {
+        return () -> {
+            try {
+                return c.ok();
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        };
+    }
+
+    @Test
+    void lockUnlockIsReentrantAndOwnedByTheThread() throws Exception {
+        RedissonClient redisson = client();
+        RLock lock = redisson.getLock("j:basic");
+        try (Resp raw = server.resp()) {
+            lock.lock();
+            assertTrue(lock.isLocked());
+            assertTrue(lock.isHeldByCurrentThread());
+            // Redisson's lock is a hash {"<client id>:<thread id>": hold count} with a TTL (the watchdog's).
+            assertEquals("hash", raw.call("TYPE", "j:basic"));
+            @SuppressWarnings("unchecked")
+            List<Object> fields = (List<Object>) raw.call("HGETALL", "j:basic");
+            assertEquals(2, fields.size(), "one holder field: " + fields);
+            assertTrue(((String) fields.get(0)).endsWith(":" + Thread.currentThread().getId()), fields.toString());
+            assertEquals("1", fields.get(1));
+            long pttl = raw.integer("PTTL", "j:basic");
+            assertTrue(pttl > 0 && pttl <= WATCHDOG_MS, "pttl " + pttl);
+
+            lock.lock(); // re-entrant
+            assertEquals(2, lock.getHoldCount());
+            assertEquals("2", raw.call("HGET", "j:basic", fields.get(0)));
+
+            // Another thread of the same client, and another client, cannot take it; nor unlock it.
+            assertFalse(pool.submit(() -> lock.tryLock()).get());
+            RLock other = client().getLock("j:basic");
+            assertFalse(other.tryLock());
+            assertThrows(IllegalMonitorStateException.class, other::unlock);
+
+            lock.unlock();
+            assertTrue(lock.isLocked(), "one unlock of two holds keeps it");
+            assertEquals(1, lock.getHoldCount());
+            lock.unlock();
+            assertFalse(lock.isLocked());
+            assertEquals(0, raw.integer("EXISTS", "j:basic"));
+            assertThrows(IllegalMonitorStateException.class, lock::unlock);
+
+            // Now free: the other client takes it at once, and forceUnlock clears it.
+            assertTrue(other.tryLock());
+            assertTrue(other.forceUnlock());
+            assertEquals(0, raw.integer("EXISTS", "j:basic"));
+        }
+    }
+
+    @Test
+    void tryLockWithWaitAndLeaseTime() throws Exception {
+        RedissonClient a = client();
+        RedissonClient b = client();
+        RLock held = a.getLock("j:lease");
+        RLock wanted = b.getLock("j:lease");
+        try (Resp raw = server.resp()) {
+            assertTrue(held.tryLock(0, 60, TimeUnit.SECONDS));
+            long pttl = raw.integer("PTTL", "j:lease");
+            assertTrue(pttl > 50_000 && pttl <= 60_000, "lease time sets the TTL (no watchdog): " + pttl);
+            assertTrue(held.remainTimeToLive() > 50_000);
+
+            // Held: a bounded wait gives up and returns false.
+            assertFalse(wanted.tryLock(300, 5_000, TimeUnit.MILLISECONDS));
+            assertTrue(held.isLocked());
+
+            held.unlock();
+            assertTrue(wanted.tryLock(10, 2, TimeUnit.SECONDS));
+            pttl = raw.integer("PTTL", "j:lease");
+            assertTrue(pttl > 0 && pttl <= 2_000, "pttl " + pttl);
+
+            // A lease time means no watchdog: the lock expires by itself and another client takes it.
+            waitFor("the 2 s lease to expire", 30_000, unchecked(() -> raw.integer("EXISTS", "j:lease") == 0));
+            assertFalse(wanted.isLocked());
+            assertTrue(held.tryLock(0, 30, TimeUnit.SECONDS));
+            assertThrows(IllegalMonitorStateException.class, wanted::unlock, "the expired holder cannot unlock");
+            held.unlock();
+        }
+    }
+
+    @Test
+    void watchdogExtendsALockTakenWithoutLeaseTime() throws Exception {
+        RedissonClient redisson = client();
+        RLock lock = redisson.getLock("j:watchdog");
+        try (Resp raw = server.resp()) {
+            lock.lock();
+            long start = System.nanoTime();
+            long lastPttl = raw.integer("PTTL", "j:watchdog");
+            assertTrue(lastPttl > 0 && lastPttl <= WATCHDOG_MS, "pttl " + lastPttl);
+            int renewals = 0;
+            // Hold it for three watchdog timeouts: without renewals it would have expired twice over.
+            while (System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(3 * WATCHDOG_MS)) {
+                Thread.sleep(100);
+                long pttl = raw.integer("PTTL", "j:watchdog");
+                assertTrue(pttl > 0, "the watchdog let the lock expire (pttl " + pttl + ")");
+                if (pttl > lastPttl) {
+                    renewals++;
+                }
+                lastPttl = pttl;
+            }
+            assertTrue(renewals >= 2, "the watchdog renewed " + renewals + " times");
+            assertEquals(1, raw.integer("EXISTS", "j:watchdog"));
+            long pttl = raw.integer("PTTL", "j:watchdog");
+            assertTrue(pttl > 0 && pttl <= WATCHDOG_MS, "pttl " + pttl);
+            assertTrue(lock.isHeldByCurrentThread());
+            assertFalse(client().getLock("j:watchdog").tryLock());
+            lock.unlock();
+            assertEquals(0, raw.integer("EXISTS", "j:watchdog"));
+        }
+    }
+
+    @Test
+    void unlockWakesAWaiterThroughPubSub() throws Exception {
+        RedissonClient a = client();
+        RedissonClient b = client();
+        RLock held = a.getLock("j:wake");
+        assertTrue(held.tryLock(0, 120, TimeUnit.SECONDS));
+        long asked = System.nanoTime();
+        // The waiter retries when the lock's TTL runs out (120 s) or when a message on the lock's channel says it was
+        // released: it can only get the lock well before 120 s through the unlock's PUBLISH.
+        Future<Boolean> waiter = pool.submit(() -> {
+            RLock l = b.getLock("j:wake");
+            boolean got = l.tryLock(100, 10, TimeUnit.SECONDS);
+            if (got) {
+                l.unlock();
+            }
+            return got;
+        });
+        try (Resp raw = server.resp()) {
+            waitFor("the waiter to subscribe to the lock's channel", 30_000, unchecked(() -> {
+                List<?> numsub = (List<?>) raw.call("PUBSUB", "NUMSUB", "redisson_lock__channel:{j:wake}");
+                return (Long) numsub.get(1) >= 1;
+            }));
+        }
+        assertFalse(waiter.isDone(), "the waiter must still be waiting while the lock is held");
+        held.unlock();
+        assertTrue(waiter.get(60, TimeUnit.SECONDS), "the waiter got the lock after the unlock");
+        long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - asked);
+        assertTrue(waitedMs < 100_000, "woken by the unlock, not by the 120 s TTL: " + waitedMs + " ms");
+    }
+
+    @Test
+    void fencedLockReturnsIncreasingTokens() throws Exception {
+        RedissonClient a = client();
+        RedissonClient b = client();
+        RFencedLock lockA = a.getFencedLock("j:fenced");
+        RFencedLock lockB = b.getFencedLock("j:fenced");
+        long previous = Long.MIN_VALUE;
+        for (int i = 0; i < 5; i++) {
+            RFencedLock l = i % 2 == 0 ? lockA : lockB;
+            Long token = l.lockAndGetToken();
+            assertNotNull(token);
+            assertTrue(token > previous, "token " + token + " after " + previous);
+            assertEquals(token, l.getToken());
+            previous = token;
+            // (The no-argument tryLockAndGetToken() waits for the lock in Redisson 3.52.0, on redis-server too: use a
+            // bounded wait.)
+            assertNull((i % 2 == 0 ? lockB : lockA).tryLockAndGetToken(200, TimeUnit.MILLISECONDS),
+                    "held: the other gets no token");
+            l.unlock();
+        }
+        Long withLease = lockB.tryLockAndGetToken(5, 10, TimeUnit.SECONDS);
+        assertNotNull(withLease);
+        assertTrue(withLease > previous);
+        try (Resp raw = server.resp()) {
+            long pttl = raw.integer("PTTL", "j:fenced");
+            assertTrue(pttl > 0 && pttl <= 10_000, "pttl " + pttl);
+        }
+        lockB.unlock();
+    }
+
+    @Test
+    void semaphorePermits() throws Exception {
+        RedissonClient a = client();
+        RedissonClient b = client();
+        RSemaphore sem = a.getSemaphore("j:sem");
+        RSemaphore other = b.getSemaphore("j:sem");
+        assertTrue(sem.trySetPermits(2));
+        assertFalse(other.trySetPermits(5), "already set");
+        assertEquals(2, other.availablePermits());
+
+        sem.acquire();
+        assertTrue(other.tryAcquire());
+        assertEquals(0, sem.availablePermits());
+        assertFalse(sem.tryAcquire());
+        assertFalse(other.tryAcquire(200, TimeUnit.MILLISECONDS));
+
+        sem.release();
+        assertEquals(1, other.availablePermits());
+        assertTrue(other.tryAcquire(5, TimeUnit.SECONDS));
+        assertFalse(sem.tryAcquire(2));
+
+        // A blocked acquire() is woken by release() (Redisson publishes on the semaphore's channel).
+        CompletableFuture<Void> blocked = CompletableFuture.runAsync(() -> {
+            try {
+                other.acquire();
+            } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+            }
+        }, pool);
+        try (Resp raw = server.resp()) {
+            waitFor("the blocked acquire to subscribe", 30_000, unchecked(() -> {
+                List<?> numsub = (List<?>) raw.call("PUBSUB", "NUMSUB", "redisson_sc:{j:sem}");
+                return (Long) numsub.get(1) >= 1;
+            }));
+            assertFalse(blocked.isDone());
+            sem.release();
+            blocked.get(60, TimeUnit.SECONDS);
+            assertEquals("0", raw.call("GET", "j:sem"));
+        }
+        sem.release(2);
+        assertEquals(2, sem.availablePermits());
+        assertTrue(sem.tryAcquire(2, 1, TimeUnit.SECONDS));
+        assertEquals(0, other.availablePermits());
+    }
+
+    @Test
+    void twoProcessesContendingNeverOverlap() throws Exception {
+        int rounds = 30;
+        Path record = Files.createTempFile("ruvio-redisson-contend-", ".log");
+        String classpath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        List<Process> procs = new ArrayList<>();
+        try {
+            for (int id = 0; id < 2; id++) {
+                procs.add(new ProcessBuilder(java, "-cp", classpath, Contender.class.getName(),
+                        server.address(), String.valueOf(rounds), "p" + id)
+                        .redirectErrorStream(true)
+                        .redirectOutput(ProcessBuilder.Redirect.appendTo(record.toFile()))
+                        .start());
+            }
+            for (Process p : procs) {
+                assertTrue(p.waitFor(120, TimeUnit.SECONDS), "a contender did not finish");
+            }
+            String output = Files.readString(record);
+            for (Process p : procs) {
+                assertEquals(0, p.exitValue(), "a contender failed:\n" + output);
+            }
+            assertTrue(output.contains("p0 done " + rounds) && output.contains("p1 done " + rounds), output);
+            try (Resp raw = server.resp()) {
+                assertEquals(String.valueOf(2 * rounds), raw.call("GET", "j:count"),
+                        "lost updates: the lock did not exclude\n" + output);
+                // The record: field n = the process that moved the counter from n-1 to n. Every n is there once,
+                // each process has its rounds, and they alternated at least twice (they really contended).
+                assertEquals(2L * rounds, raw.integer("HLEN", "j:record"));
+                String last = null;
+                int switches = 0;
+                int p0 = 0;
+                for (int n = 1; n <= 2 * rounds; n++) {
+                    String who = (String) raw.call("HGET", "j:record", n);
+                    assertNotNull(who, "no record for round " + n);
+                    if (who.equals("p0")) {
+                        p0++;
+                    }
+                    if (last != null && !last.equals(who)) {
+                        switches++;
+                    }
+                    last = who;
+                }
+                assertEquals(rounds, p0);
+                assertTrue(switches >= 2, "the processes did not alternate (" + switches + " switches)");
+                assertEquals(0, raw.integer("EXISTS", "j:contended"));
+            }
+        } finally {
+            for (Process p : procs) {
+                p.destroyForcibly();
+            }
+            new File(record.toString()).delete();
+        }
+    }
+}
