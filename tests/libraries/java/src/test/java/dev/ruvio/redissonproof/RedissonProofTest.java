@@ -29,6 +29,8 @@ import org.redisson.api.RLock;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
+import org.redisson.config.Protocol;
+import org.redisson.config.ReadMode;
 
 /**
  * Redisson's normal lock flows, unchanged, against a real server: {@code $RUVIO_BIN} by default, Debian's
@@ -238,6 +240,110 @@ class RedissonProofTest {
         assertTrue(waiter.get(60, TimeUnit.SECONDS), "the waiter got the lock after the unlock");
         long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - asked);
         assertTrue(waitedMs < 100_000, "woken by the unlock, not by the 120 s TTL: " + waitedMs + " ms");
+    }
+
+    @Test
+    void resp3ConnectionsLockWakeAndCountPermits() throws Exception {
+        // Protocol.RESP3: Redisson says HELLO 3 on every connection and gets pub/sub messages as RESP3 pushes.
+        Config config = config(server.address());
+        config.setProtocol(Protocol.RESP3);
+        RedissonClient a = Redisson.create(config);
+        clients.add(a);
+        RedissonClient b = Redisson.create(config);
+        clients.add(b);
+        RLock held = a.getLock("j:resp3");
+        assertTrue(held.tryLock(0, 120, TimeUnit.SECONDS));
+        assertTrue(held.isLocked());
+        assertTrue(held.remainTimeToLive() > 100_000);
+        Future<Boolean> waiter = pool.submit(() -> {
+            RLock l = b.getLock("j:resp3");
+            boolean got = l.tryLock(100, 10, TimeUnit.SECONDS);
+            if (got) {
+                l.unlock();
+            }
+            return got;
+        });
+        try (Resp raw = server.resp()) {
+            waitFor("the waiter to subscribe to the lock's channel", 30_000, unchecked(() -> {
+                List<?> numsub = (List<?>) raw.call("PUBSUB", "NUMSUB", "redisson_lock__channel:{j:resp3}");
+                return (Long) numsub.get(1) >= 1;
+            }));
+        }
+        held.unlock();
+        assertTrue(waiter.get(60, TimeUnit.SECONDS));
+
+        RFencedLock fenced = a.getFencedLock("j:resp3:fenced");
+        Long first = fenced.lockAndGetToken();
+        fenced.unlock();
+        Long second = b.getFencedLock("j:resp3:fenced").lockAndGetToken();
+        assertTrue(second > first, second + " after " + first);
+        b.getFencedLock("j:resp3:fenced").unlock();
+
+        RSemaphore sem = b.getSemaphore("j:resp3:sem");
+        assertTrue(sem.trySetPermits(1));
+        assertTrue(sem.tryAcquire());
+        assertFalse(a.getSemaphore("j:resp3:sem").tryAcquire());
+        sem.release();
+        assertEquals(1, a.getSemaphore("j:resp3:sem").availablePermits());
+    }
+
+    @Test
+    void syncedLocksWaitForTheReplica() throws Exception {
+        // With a primary/replica configuration (not single-server), Redisson runs each lock script followed by WAIT
+        // (or WAITAOF when INFO says aof_enabled:1) and, with checkLockSyncedSlaves (the default), refuses a lock
+        // that no replica acknowledged in slavesSyncTimeout.
+        try (TestServer replica = TestServer.start(server.port); Resp raw = replica.resp()) {
+            waitFor("the replica to be in sync", 60_000, unchecked(() -> {
+                String info = (String) raw.call("INFO", "replication");
+                return info.contains("master_link_status:up");
+            }));
+            try (Resp primary = server.resp()) {
+                waitFor("the primary to count its replica", 60_000, unchecked(() ->
+                        ((String) primary.call("INFO", "replication")).contains("connected_slaves:1")));
+            }
+            Config config = new Config();
+            config.setLockWatchdogTimeout(WATCHDOG_MS);
+            config.setThreads(2);
+            config.setNettyThreads(4);
+            config.setSlavesSyncTimeout(1_000);
+            config.useMasterSlaveServers()
+                    .setMasterAddress(server.address())
+                    .addSlaveAddress(replica.address())
+                    .setReadMode(ReadMode.MASTER)
+                    .setMasterConnectionMinimumIdleSize(1)
+                    .setSlaveConnectionMinimumIdleSize(1)
+                    .setSubscriptionConnectionMinimumIdleSize(1)
+                    .setTimeout(10_000)
+                    .setRetryAttempts(0);
+            RedissonClient redisson = Redisson.create(config);
+            clients.add(redisson);
+
+            RLock lock = redisson.getLock("j:synced");
+            assertTrue(lock.tryLock(5, 30, TimeUnit.SECONDS));
+            // Acknowledged by the replica: it holds the lock hash already.
+            @SuppressWarnings("unchecked")
+            List<Object> fields = (List<Object>) raw.call("HGETALL", "j:synced");
+            assertEquals(2, fields.size(), "the replica has the lock: " + fields);
+            lock.unlock();
+            RFencedLock fenced = redisson.getFencedLock("j:synced:fenced");
+            Long token = fenced.lockAndGetToken();
+            assertNotNull(token);
+            assertEquals(String.valueOf(token), raw.call("GET", "redisson_lock_token:{j:synced:fenced}"));
+            fenced.unlock();
+
+            // The replica stops answering: the next lock's WAIT/WAITAOF counts no replica, and Redisson refuses it.
+            replica.pause(true);
+            try {
+                RLock second = redisson.getLock("j:synced:2");
+                Exception refused = assertThrows(Exception.class, () -> second.tryLock(5, 30, TimeUnit.SECONDS));
+                assertTrue(String.valueOf(refused.getMessage()).contains("None of slaves were synced")
+                        || refused.getClass().getSimpleName().equals("NoSyncedSlavesException")
+                        || refused.getCause() != null && refused.getCause().getClass().getSimpleName()
+                                .equals("NoSyncedSlavesException"), refused.toString());
+            } finally {
+                replica.pause(false);
+            }
+        }
     }
 
     @Test

@@ -43,6 +43,11 @@ final class TestServer implements AutoCloseable {
     }
 
     static TestServer start() throws Exception {
+        return start(null);
+    }
+
+    /** A server; with {@code primaryPort} a replica of the server on that port. */
+    static TestServer start(Integer primaryPort) throws Exception {
         String target = target();
         Path dir = Files.createTempDirectory("ruvio-redisson-");
         int port = freePort();
@@ -50,12 +55,18 @@ final class TestServer implements AutoCloseable {
         if (target.equals("redis")) {
             cmd.addAll(List.of("redis-server", "--port", String.valueOf(port), "--dir", dir.toString(),
                     "--save", "", "--appendonly", "no"));
+            if (primaryPort != null) {
+                cmd.addAll(List.of("--replicaof", "127.0.0.1 " + primaryPort));
+            }
         } else {
             String bin = System.getenv("RUVIO_BIN");
             if (bin == null || bin.isEmpty() || !new File(bin).canExecute()) {
                 throw new IllegalStateException("RUVIO_BIN must name the ruvio binary (got " + bin + ")");
             }
             cmd.addAll(List.of(bin, "--port", String.valueOf(port), "--dir", dir.toString()));
+            if (primaryPort != null) {
+                cmd.addAll(List.of("--replicaof", "127.0.0.1 " + primaryPort));
+            }
         }
         Process p = new ProcessBuilder(cmd)
                 .redirectErrorStream(true)
@@ -80,6 +91,15 @@ final class TestServer implements AutoCloseable {
         }
     }
 
+    /** SIGSTOP (true) or SIGCONT (false): a server that is alive but answers nothing. */
+    void pause(boolean stop) throws Exception {
+        Process kill = new ProcessBuilder("kill", stop ? "-STOP" : "-CONT", String.valueOf(process.pid()))
+                .inheritIO().start();
+        if (kill.waitFor() != 0) {
+            throw new IllegalStateException("kill failed");
+        }
+    }
+
     String address() {
         return "redis://127.0.0.1:" + port;
     }
@@ -90,6 +110,7 @@ final class TestServer implements AutoCloseable {
 
     @Override
     public void close() throws Exception {
+        pause(false);
         process.destroyForcibly();
         process.waitFor(20, TimeUnit.SECONDS);
         try (Stream<Path> walk = Files.walk(dir)) {
