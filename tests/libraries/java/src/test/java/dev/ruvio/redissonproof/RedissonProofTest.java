@@ -57,6 +57,8 @@ class RedissonProofTest {
                 .setConnectionPoolSize(4)
                 .setSubscriptionConnectionMinimumIdleSize(1)
                 .setSubscriptionConnectionPoolSize(2)
+                // Every second instead of every 30 s: the tests' connections, pub/sub ones included, get PINGed.
+                .setPingConnectionInterval(1_000)
                 .setTimeout(10_000)
                 .setRetryAttempts(0);
         return config;
@@ -285,6 +287,42 @@ class RedissonProofTest {
         assertFalse(a.getSemaphore("j:resp3:sem").tryAcquire());
         sem.release();
         assertEquals(1, a.getSemaphore("j:resp3:sem").availablePermits());
+    }
+
+    @Test
+    void connectsWithPasswordDatabaseAndClientName() throws Exception {
+        // AUTH, SELECT and CLIENT SETNAME at connect time, on command and pub/sub connections.
+        try (TestServer secured = TestServer.start(null, "s3cret"); Resp raw = secured.resp()) {
+            Config config = config(secured.address());
+            config.useSingleServer().setPassword("s3cret").setDatabase(3).setClientName("redisson-proof");
+            RedissonClient a = Redisson.create(config);
+            clients.add(a);
+            RedissonClient b = Redisson.create(config);
+            clients.add(b);
+            RLock held = a.getLock("j:db3");
+            assertTrue(held.tryLock(0, 120, TimeUnit.SECONDS));
+            Future<Boolean> waiter = pool.submit(() -> {
+                RLock l = b.getLock("j:db3");
+                boolean got = l.tryLock(100, 10, TimeUnit.SECONDS);
+                if (got) {
+                    l.unlock();
+                }
+                return got;
+            });
+            raw.call("AUTH", "s3cret");
+            waitFor("the waiter to subscribe", 30_000, unchecked(() -> {
+                List<?> numsub = (List<?>) raw.call("PUBSUB", "NUMSUB", "redisson_lock__channel:{j:db3}");
+                return (Long) numsub.get(1) >= 1;
+            }));
+            assertEquals(0, raw.integer("EXISTS", "j:db3"), "not in database 0");
+            raw.call("SELECT", 3);
+            assertEquals("hash", raw.call("TYPE", "j:db3"));
+            String clients = (String) raw.call("CLIENT", "LIST");
+            assertTrue(clients.contains("name=redisson-proof"), clients);
+            assertTrue(clients.contains("db=3"), clients);
+            held.unlock();
+            assertTrue(waiter.get(60, TimeUnit.SECONDS));
+        }
     }
 
     @Test

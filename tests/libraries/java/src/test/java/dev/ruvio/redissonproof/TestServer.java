@@ -48,6 +48,11 @@ final class TestServer implements AutoCloseable {
 
     /** A server; with {@code primaryPort} a replica of the server on that port. */
     static TestServer start(Integer primaryPort) throws Exception {
+        return start(primaryPort, null);
+    }
+
+    /** A server; with {@code primaryPort} a replica of the server on that port; with {@code password} requirepass. */
+    static TestServer start(Integer primaryPort, String password) throws Exception {
         String target = target();
         Path dir = Files.createTempDirectory("ruvio-redisson-");
         int port = freePort();
@@ -58,6 +63,9 @@ final class TestServer implements AutoCloseable {
             if (primaryPort != null) {
                 cmd.addAll(List.of("--replicaof", "127.0.0.1 " + primaryPort));
             }
+            if (password != null) {
+                cmd.addAll(List.of("--requirepass", password));
+            }
         } else {
             String bin = System.getenv("RUVIO_BIN");
             if (bin == null || bin.isEmpty() || !new File(bin).canExecute()) {
@@ -66,6 +74,9 @@ final class TestServer implements AutoCloseable {
             cmd.addAll(List.of(bin, "--port", String.valueOf(port), "--dir", dir.toString()));
             if (primaryPort != null) {
                 cmd.addAll(List.of("--replicaof", "127.0.0.1 " + primaryPort));
+            }
+            if (password != null) {
+                cmd.addAll(List.of("--requirepass", password));
             }
         }
         Process p = new ProcessBuilder(cmd)
@@ -76,10 +87,13 @@ final class TestServer implements AutoCloseable {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (true) {
             try (Resp r = new Resp(port)) {
+                if (password != null) {
+                    r.call("AUTH", password);
+                }
                 if ("PONG".equals(r.call("PING"))) {
                     return server;
                 }
-            } catch (IOException notYet) {
+            } catch (IOException | Resp.RespError notYet) {
                 // not listening yet
             }
             if (!p.isAlive() || System.nanoTime() > deadline) {
