@@ -358,6 +358,14 @@ class RedissonProofTest {
 
             RLock lock = redisson.getLock("j:synced");
             assertTrue(lock.tryLock(5, 30, TimeUnit.SECONDS));
+            try (Resp primary = server.resp()) {
+                // The lock script's connection ended with WAITAOF when the server says aof_enabled:1 (Ruvio always
+                // logs its writes), with WAIT otherwise (redis-server here runs without AOF).
+                String persistence = (String) primary.call("INFO", "persistence");
+                String expected = persistence.contains("aof_enabled:1") ? "cmd=waitaof " : "cmd=wait ";
+                String clientList = (String) primary.call("CLIENT", "LIST");
+                assertTrue(clientList.contains(expected), expected + "in\n" + clientList);
+            }
             // Acknowledged by the replica: it holds the lock hash already.
             @SuppressWarnings("unchecked")
             List<Object> fields = (List<Object>) raw.call("HGETALL", "j:synced");
