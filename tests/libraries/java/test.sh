@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Redisson against $RUVIO_BIN, then the same tests against redis-server. Builds with Maven (Redisson and JUnit 5 from
-# Maven Central). Exits non-zero on any failure; nothing is skipped.
+# Redisson against $RUVIO_BIN, then the same tests against redis-server (RedissonProofTest), plus the "after" code of
+# docs/migrating.md against ruvio (MigrationTest: LEASE/IFGT/SEMAPHORE, which redis-server lacks). Builds with Maven
+# (Redisson and JUnit 5 from Maven Central; Ruvio's Java client installed from clients/java into the local Maven
+# repository). Exits non-zero on any failure; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")"
 [[ -n "${RUVIO_BIN:-}" && -x "$RUVIO_BIN" ]] || { echo "RUVIO_BIN must name the ruvio binary" >&2; exit 1; }
 command -v redis-server >/dev/null || { echo "redis-server is required (apt-get install redis-server)" >&2; exit 1; }
 command -v mvn >/dev/null || { echo "mvn is required (apt-get install maven)" >&2; exit 1; }
 command -v java >/dev/null || { echo "java 17 is required" >&2; exit 1; }
-mvn -q -B -Dstyle.color=never -DskipTests test-compile
-run() {
-  echo "== Redisson against $1"
+MVN=(mvn -q -B -Dstyle.color=never)
+"${MVN[@]}" -f ../../../clients/java/pom.xml -DskipTests -Dmaven.javadoc.skip=true install
+"${MVN[@]}" -DskipTests test-compile
+run() { # run <target> <test classes>
+  echo "== Redisson against $1 ($2)"
   rm -rf target/surefire-reports
-  LIBRARY_TARGET="$1" mvn -q -B -Dstyle.color=never surefire:test -DfailIfNoTests=true
-  # Surefire prints nothing with -q on success: show its summary (and fail if no test ran).
-  summary=$(cat target/surefire-reports/*.txt | grep -E "^Tests run:")
+  LIBRARY_TARGET="$1" "${MVN[@]}" surefire:test -Dtest="$2" -Dsurefire.failIfNoSpecifiedTests=true
+  # Surefire prints nothing with -q on success: show its summary, and fail if a class ran no test.
+  summary=$(grep -h -E "^Tests run:" target/surefire-reports/*.txt)
   echo "$summary"
-  if ! grep -q "Tests run: [1-9]" <<<"$summary"; then echo "no Redisson test ran against $1" >&2; exit 1; fi
+  for class in ${2//,/ }; do
+    grep -q "Tests run: [1-9].*in dev.ruvio.redissonproof.$class\$" <<<"$summary" \
+      || { echo "no $class test ran against $1" >&2; exit 1; }
+  done
 }
-run ruvio
-run redis
+run ruvio RedissonProofTest,MigrationTest
+run redis RedissonProofTest
