@@ -325,6 +325,20 @@ class RedissonProofTest {
         }
     }
 
+    /**
+     * Synced locks: on a server with an append-only log Redisson waits with WAITAOF, which answers once the write is
+     * fsynced; under `appendfsync everysec` (the default) that takes up to a second or two, more than Redisson's
+     * default slavesSyncTimeout (1 s). docs/migrating.md says to run such servers with `appendfsync always` (each
+     * write is then fsynced as it is acknowledged) and to allow more than 1 s: so do the tests.
+     */
+    static void fsyncEveryWrite(TestServer... servers) throws Exception {
+        for (TestServer s : servers) {
+            try (Resp r = s.resp()) {
+                assertEquals("OK", r.call("CONFIG", "SET", "appendfsync", "always"));
+            }
+        }
+    }
+
     @Test
     void syncedLocksWaitForTheReplica() throws Exception {
         // With a primary/replica configuration (not single-server), Redisson runs each lock script followed by WAIT
@@ -343,7 +357,8 @@ class RedissonProofTest {
             config.setLockWatchdogTimeout(WATCHDOG_MS);
             config.setThreads(2);
             config.setNettyThreads(4);
-            config.setSlavesSyncTimeout(1_000);
+            fsyncEveryWrite(server, replica);
+            config.setSlavesSyncTimeout(5_000);
             config.useMasterSlaveServers()
                     .setMasterAddress(server.address())
                     .addSlaveAddress(replica.address())
@@ -389,6 +404,47 @@ class RedissonProofTest {
             } finally {
                 replica.pause(false);
             }
+        }
+    }
+
+    @Test
+    void sentinelConfigurationFindsThePrimary() throws Exception {
+        // Redisson's Sentinel mode: it asks the sentinel for the primary, its replicas and the other sentinels, and
+        // subscribes to the sentinel's events. redis-sentinel for redis-server, `ruvio coordinator` for ruvio.
+        try (TestServer replica = TestServer.start(server.port); Resp raw = replica.resp();
+             TestServer sentinel = TestServer.startSentinel(server.port); Resp s = sentinel.resp()) {
+            waitFor("the sentinel to know the replica", 60_000, unchecked(() ->
+                    ((List<?>) s.call("SENTINEL", "REPLICAS", "mymaster")).size() == 1
+                            && ((String) raw.call("INFO", "replication")).contains("master_link_status:up")));
+            fsyncEveryWrite(server, replica);
+            Config config = new Config();
+            config.setLockWatchdogTimeout(WATCHDOG_MS);
+            config.setThreads(2);
+            config.setNettyThreads(4);
+            config.setSlavesSyncTimeout(5_000);
+            config.useSentinelServers()
+                    .addSentinelAddress(sentinel.address())
+                    .setMasterName("mymaster")
+                    .setCheckSentinelsList(false) // one sentinel: Redisson wants two unless told otherwise
+                    .setReadMode(ReadMode.MASTER)
+                    .setMasterConnectionMinimumIdleSize(1)
+                    .setSlaveConnectionMinimumIdleSize(1)
+                    .setSubscriptionConnectionMinimumIdleSize(1)
+                    .setTimeout(10_000)
+                    .setRetryAttempts(0);
+            RedissonClient redisson = Redisson.create(config);
+            clients.add(redisson);
+            RLock lock = redisson.getLock("j:sentinel");
+            assertTrue(lock.tryLock(5, 30, TimeUnit.SECONDS));
+            try (Resp primary = server.resp()) {
+                assertEquals("hash", primary.call("TYPE", "j:sentinel"), "the lock went to the primary");
+            }
+            waitFor("the replica to have the lock", 30_000, unchecked(() -> raw.integer("EXISTS", "j:sentinel") == 1));
+            lock.unlock();
+            RFencedLock fenced = redisson.getFencedLock("j:sentinel:fenced");
+            Long token = fenced.lockAndGetToken();
+            assertNotNull(token);
+            fenced.unlock();
         }
     }
 

@@ -67,11 +67,7 @@ final class TestServer implements AutoCloseable {
                 cmd.addAll(List.of("--requirepass", password));
             }
         } else {
-            String bin = System.getenv("RUVIO_BIN");
-            if (bin == null || bin.isEmpty() || !new File(bin).canExecute()) {
-                throw new IllegalStateException("RUVIO_BIN must name the ruvio binary (got " + bin + ")");
-            }
-            cmd.addAll(List.of(bin, "--port", String.valueOf(port), "--dir", dir.toString()));
+            cmd.addAll(List.of(ruvioBin(), "--port", String.valueOf(port), "--dir", dir.toString()));
             if (primaryPort != null) {
                 cmd.addAll(List.of("--replicaof", "127.0.0.1 " + primaryPort));
             }
@@ -79,6 +75,38 @@ final class TestServer implements AutoCloseable {
                 cmd.addAll(List.of("--requirepass", password));
             }
         }
+        return launch(target, port, dir, cmd, password);
+    }
+
+    /**
+     * A Sentinel for the primary on {@code primaryPort}, group name {@code mymaster}: {@code redis-sentinel} for the
+     * redis target, {@code $RUVIO_BIN coordinator} (a one-node coordinator) for ruvio.
+     */
+    static TestServer startSentinel(int primaryPort) throws Exception {
+        String target = target();
+        Path dir = Files.createTempDirectory("ruvio-redisson-sentinel-");
+        int port = freePort();
+        Path conf = dir.resolve("sentinel.conf");
+        String monitor = "sentinel monitor mymaster 127.0.0.1 " + primaryPort + " 1\n"
+                + "sentinel down-after-milliseconds mymaster 5000\n"
+                + "sentinel failover-timeout mymaster 20000\n";
+        Files.writeString(conf, "port " + port + "\nbind 127.0.0.1\ndir " + dir + "\n" + monitor);
+        List<String> cmd = target.equals("redis")
+                ? List.of("redis-sentinel", conf.toString())
+                : List.of(ruvioBin(), "coordinator", "--config", conf.toString());
+        return launch(target, port, dir, cmd, null);
+    }
+
+    private static String ruvioBin() {
+        String bin = System.getenv("RUVIO_BIN");
+        if (bin == null || bin.isEmpty() || !new File(bin).canExecute()) {
+            throw new IllegalStateException("RUVIO_BIN must name the ruvio binary (got " + bin + ")");
+        }
+        return bin;
+    }
+
+    private static TestServer launch(String target, int port, Path dir, List<String> cmd, String password)
+            throws Exception {
         Process p = new ProcessBuilder(cmd)
                 .redirectErrorStream(true)
                 .redirectOutput(dir.resolve("server.log").toFile())
