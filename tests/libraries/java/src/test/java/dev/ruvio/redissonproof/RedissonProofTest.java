@@ -24,10 +24,12 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.redisson.Redisson;
+import org.redisson.api.RBucket;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 import org.redisson.config.Protocol;
 import org.redisson.config.ReadMode;
@@ -444,6 +446,40 @@ class RedissonProofTest {
             RFencedLock fenced = redisson.getFencedLock("j:sentinel:fenced");
             Long token = fenced.lockAndGetToken();
             assertNotNull(token);
+            fenced.unlock();
+
+            // A failover: the sentinel promotes the replica and publishes +switch-master; Redisson follows it.
+            // (redis-sentinel kills the promoted node's normal connections: the checks below open new ones.)
+            assertEquals("OK", s.call("SENTINEL", "FAILOVER", "mymaster"));
+            String newPort = String.valueOf(replica.port);
+            waitFor("the sentinel to name the replica as primary", 60_000, unchecked(() ->
+                    newPort.equals(((List<?>) s.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster")).get(1))));
+            RBucket<String> probe = redisson.getBucket("j:sentinel:probe", StringCodec.INSTANCE);
+            waitFor("Redisson to write to the new primary", 60_000, unchecked(() -> {
+                try {
+                    probe.set(newPort);
+                } catch (RuntimeException notYet) {
+                    return false;
+                }
+                try (Resp promoted = replica.resp()) {
+                    return newPort.equals(promoted.call("GET", "j:sentinel:probe"));
+                }
+            }));
+            // Synced locks need the old primary re-pointed at the new one and in sync first.
+            waitFor("the old primary to replicate from the new one", 60_000, unchecked(() -> {
+                try (Resp old = server.resp(); Resp promoted = replica.resp()) {
+                    return ((String) old.call("INFO", "replication")).contains("master_link_status:up")
+                            && ((String) promoted.call("INFO", "replication")).contains("connected_slaves:1");
+                }
+            }));
+            RLock after = redisson.getLock("j:sentinel:after");
+            assertTrue(after.tryLock(5, 30, TimeUnit.SECONDS));
+            try (Resp promoted = replica.resp()) {
+                assertEquals("hash", promoted.call("TYPE", "j:sentinel:after"), "the lock went to the new primary");
+            }
+            after.unlock();
+            Long next = fenced.lockAndGetToken();
+            assertTrue(next > token, "the token counter moved with the data: " + next + " after " + token);
             fenced.unlock();
         }
     }
