@@ -25,8 +25,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.redisson.Redisson;
 import org.redisson.api.RBucket;
+import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -482,6 +484,40 @@ class RedissonProofTest {
             assertTrue(next > token, "the token counter moved with the data: " + next + " after " + token);
             fenced.unlock();
         }
+    }
+
+    @Test
+    void readWriteLockSpinLockAndCountDownLatch() throws Exception {
+        RedissonClient a = client();
+        RedissonClient b = client();
+        RReadWriteLock rwA = a.getReadWriteLock("j:rw");
+        RReadWriteLock rwB = b.getReadWriteLock("j:rw");
+        rwA.readLock().lock();
+        assertTrue(rwB.readLock().tryLock(1, 10, TimeUnit.SECONDS), "readers share");
+        assertFalse(rwB.writeLock().tryLock(200, 10_000, TimeUnit.MILLISECONDS), "a writer waits for readers");
+        rwB.readLock().unlock();
+        rwA.readLock().unlock();
+        assertTrue(rwB.writeLock().tryLock(5, 10, TimeUnit.SECONDS));
+        assertFalse(rwA.readLock().tryLock(200, 10_000, TimeUnit.MILLISECONDS), "readers wait for the writer");
+        rwB.writeLock().unlock();
+        assertTrue(rwA.readLock().tryLock(5, 10, TimeUnit.SECONDS));
+        rwA.readLock().unlock();
+
+        RLock spin = a.getSpinLock("j:spin");
+        assertTrue(spin.tryLock(1, 10, TimeUnit.SECONDS));
+        assertFalse(b.getSpinLock("j:spin").tryLock(200, 10_000, TimeUnit.MILLISECONDS));
+        spin.unlock();
+        assertTrue(b.getSpinLock("j:spin").tryLock(5, 10, TimeUnit.SECONDS));
+        b.getSpinLock("j:spin").unlock();
+
+        RCountDownLatch latch = a.getCountDownLatch("j:latch");
+        assertTrue(latch.trySetCount(2));
+        Future<Boolean> awaiting = pool.submit(() -> b.getCountDownLatch("j:latch").await(60, TimeUnit.SECONDS));
+        latch.countDown();
+        assertEquals(1, b.getCountDownLatch("j:latch").getCount());
+        assertFalse(awaiting.isDone());
+        b.getCountDownLatch("j:latch").countDown();
+        assertTrue(awaiting.get(60, TimeUnit.SECONDS), "countDown to 0 wakes the waiter (pub/sub)");
     }
 
     @Test
