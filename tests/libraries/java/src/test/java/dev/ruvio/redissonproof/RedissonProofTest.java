@@ -331,9 +331,9 @@ class RedissonProofTest {
 
     /**
      * Synced locks: on a server with an append-only log Redisson waits with WAITAOF, which answers once the write is
-     * fsynced; under `appendfsync everysec` (the default) that takes up to a second or two, more than Redisson's
-     * default slavesSyncTimeout (1 s). docs/migrating.md says to run such servers with `appendfsync always` (each
-     * write is then fsynced as it is acknowledged) and to allow more than 1 s: so do the tests.
+     * fsynced on the primary and the replica; a replica under `appendfsync everysec` (the default) fsyncs once a
+     * second, which can pass Redisson's default slavesSyncTimeout (1 s). docs/migrating.md says to run such servers
+     * with `appendfsync always` and to allow more than 1 s: so do the tests.
      */
     static void fsyncEveryWrite(TestServer... servers) throws Exception {
         for (TestServer s : servers) {
