@@ -4,11 +4,22 @@
 # (Redisson and JUnit 5 from Maven Central; Ruvio's Java client installed from clients/java into the local Maven
 # repository). Exits non-zero on any failure; nothing is skipped.
 set -euo pipefail
-cd "$(dirname "$0")"
 [[ -n "${RUVIO_BIN:-}" && -x "$RUVIO_BIN" ]] || { echo "RUVIO_BIN must name the ruvio binary" >&2; exit 1; }
-command -v redis-server >/dev/null || { echo "redis-server is required (apt-get install redis-server)" >&2; exit 1; }
-command -v mvn >/dev/null || { echo "mvn is required (apt-get install maven)" >&2; exit 1; }
-command -v java >/dev/null || { echo "java 17 is required" >&2; exit 1; }
+export RUVIO_BIN="$(cd "$(dirname "$RUVIO_BIN")" && pwd)/$(basename "$RUVIO_BIN")"
+cd "$(dirname "$0")"
+need_pkgs=()
+command -v java >/dev/null || need_pkgs+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null || need_pkgs+=(maven)
+command -v redis-server >/dev/null || need_pkgs+=(redis-server)
+command -v redis-sentinel >/dev/null || need_pkgs+=(redis-sentinel)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_pkgs[@]}"
+  else
+    echo "tests/libraries/java/test.sh: missing ${need_pkgs[*]} (apt-get install -y ${need_pkgs[*]})" >&2
+    exit 1
+  fi
+fi
 MVN=(mvn -q -B -Dstyle.color=never)
 "${MVN[@]}" -f ../../../clients/java/pom.xml -DskipTests -Dmaven.javadoc.skip=true install
 "${MVN[@]}" -DskipTests test-compile
