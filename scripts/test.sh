@@ -119,7 +119,8 @@ if [ "$TARGET" != "redis" ]; then
     bash "$client_tests"
   done
 
-  # Existing Redis lock libraries (node-redlock, go-redsync) run unchanged against ruvio, then against redis-server.
+  # Existing Redis lock libraries (node-redlock, go-redsync, Redisson) run unchanged against ruvio, then against
+  # redis-server.
   for lib_tests in tests/libraries/*/test.sh; do
     step "library proof: bash $lib_tests (ruvio, then redis-server)"
     bash "$lib_tests"

@@ -3,13 +3,14 @@
 package redsyncproof
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,42 +137,116 @@ func TestExpiredLockIsTakenOver(t *testing.T) {
 	}
 }
 
-func TestContendingClientsNeverOverlap(t *testing.T) {
+// TestMain doubles as the contending process: TestContendingProcessesNeverOverlap re-executes this test binary with
+// REDSYNC_CONTENDER_ADDR set, and then it runs one contender instead of the tests.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv("REDSYNC_CONTENDER_ADDR"); addr != "" {
+		rounds, _ := strconv.Atoi(os.Getenv("REDSYNC_CONTENDER_ROUNDS"))
+		os.Exit(contend(addr, os.Getenv("REDSYNC_CONTENDER_ID"), rounds))
+	}
+	os.Exit(m.Run())
+}
+
+// contend is one contending process: it waits until its peer is ready, then `rounds` times takes the lock, checks
+// nobody else is inside, does a read-modify-write of a counter that loses updates unless the lock excludes the other
+// process, records which process made each step, and unlocks. It returns 1 on any error or overlap it sees.
+func contend(addr, id string, rounds int) int {
+	ctx := context.Background()
+	c := goredislib.NewClient(&goredislib.Options{Addr: addr})
+	defer c.Close()
+	fail := func(format string, args ...any) int {
+		fmt.Printf(id+" FAIL: "+format+"\n", args...)
+		return 1
+	}
+	peer := map[string]string{"p0": "p1", "p1": "p0"}[id]
+	c.Set(ctx, "g:ready:"+id, "1", 0)
+	deadline := time.Now().Add(60 * time.Second)
+	for c.Exists(ctx, "g:ready:"+peer).Val() == 0 {
+		if time.Now().After(deadline) {
+			return fail("the other contender never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rs := redsync.New(goredis.NewPool(c))
+	for i := 0; i < rounds; i++ {
+		m := rs.NewMutex("g:contended", redsync.WithExpiry(10*time.Second), redsync.WithTries(4000), redsync.WithRetryDelay(5*time.Millisecond))
+		if err := m.Lock(); err != nil {
+			return fail("lock: %v", err)
+		}
+		if before, err := c.GetSet(ctx, "g:inside", id).Result(); err != goredislib.Nil {
+			return fail("overlap: %q was inside (%v)", before, err)
+		}
+		v, _ := c.Get(ctx, "g:count").Int()
+		time.Sleep(2 * time.Millisecond)
+		c.Set(ctx, "g:count", v+1, 0)
+		c.HSet(ctx, "g:record", strconv.Itoa(v+1), id)
+		if still, _ := c.GetDel(ctx, "g:inside").Result(); still != id {
+			return fail("overlap: %q came inside", still)
+		}
+		if ok, err := m.Unlock(); !ok || err != nil {
+			return fail("unlock: %v %v", ok, err)
+		}
+		time.Sleep(5 * time.Millisecond) // outside the lock: give the other process its turn
+	}
+	fmt.Printf("%s done %d\n", id, rounds)
+	return 0
+}
+
+func TestContendingProcessesNeverOverlap(t *testing.T) {
 	client := startServer(t)
 	ctx := context.Background()
-	addr := client.Options().Addr
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
+	const rounds = 40
+	var outputs [2]bytes.Buffer
+	var cmds []*exec.Cmd
 	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Each contender has its own connection pool, as two processes would.
-			c := goredislib.NewClient(&goredislib.Options{Addr: addr})
-			defer c.Close()
-			rs := redsync.New(goredis.NewPool(c))
-			for i := 0; i < 40; i++ {
-				m := rs.NewMutex("g:contended", redsync.WithExpiry(5*time.Second), redsync.WithTries(1000), redsync.WithRetryDelay(5*time.Millisecond))
-				if err := m.Lock(); err != nil {
-					errs <- err
-					return
-				}
-				v, _ := c.Get(ctx, "g:count").Int()
-				time.Sleep(time.Millisecond)
-				c.Set(ctx, "g:count", v+1, 0)
-				if ok, err := m.Unlock(); !ok || err != nil {
-					errs <- fmt.Errorf("unlock: %v %v", ok, err)
-					return
-				}
+		// A separate OS process (this test binary, running contend), with its own connections.
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "REDSYNC_CONTENDER_ADDR="+client.Options().Addr,
+			fmt.Sprintf("REDSYNC_CONTENDER_ID=p%d", w), fmt.Sprintf("REDSYNC_CONTENDER_ROUNDS=%d", rounds))
+		cmd.Stdout = &outputs[w]
+		cmd.Stderr = &outputs[w]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		cmds = append(cmds, cmd)
+	}
+	for w, cmd := range cmds {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil || !strings.Contains(outputs[w].String(), fmt.Sprintf("p%d done %d", w, rounds)) {
+				t.Fatalf("contender p%d: %v\n%s", w, err, outputs[w].String())
 			}
-		}()
+		case <-time.After(120 * time.Second):
+			t.Fatalf("contender p%d did not finish:\n%s", w, outputs[w].String())
+		}
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if n, _ := client.Get(ctx, "g:count").Int(); n != 2*rounds {
+		t.Fatalf("count %d, want %d (lost updates: the lock did not exclude)", n, 2*rounds)
 	}
-	if n, _ := client.Get(ctx, "g:count").Int(); n != 80 {
-		t.Fatalf("count %d, want 80 (lost updates: the lock did not exclude)", n)
+	// The record: field n = the process that moved the counter from n-1 to n. Every n is there once, each process
+	// made its rounds, and they alternated at least twice (they really contended).
+	record := client.HGetAll(ctx, "g:record").Val()
+	if len(record) != 2*rounds {
+		t.Fatalf("record has %d entries, want %d", len(record), 2*rounds)
+	}
+	p0, switches, last := 0, 0, ""
+	for n := 1; n <= 2*rounds; n++ {
+		who, ok := record[strconv.Itoa(n)]
+		if !ok {
+			t.Fatalf("no record for step %d", n)
+		}
+		if who == "p0" {
+			p0++
+		}
+		if last != "" && who != last {
+			switches++
+		}
+		last = who
+	}
+	if p0 != rounds || switches < 2 {
+		t.Fatalf("p0 made %d of %d steps, %d switches between the processes", p0, 2*rounds, switches)
 	}
 }
