@@ -305,10 +305,13 @@ impl Connection {
     fn durable_wait<'g>(&self, shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>, args: &[Bytes], reply: Option<&Value>) -> Option<Block> {
         let n = self.state.durability_replicas;
         let reply = reply?;
+        // Cheap checks first: this runs after every command of every connection.
+        if n == 0 || self.state.multi.is_some() || reply.is_error() {
+            return None;
+        }
         // A write command, or a script (it may have written: its effects are logged as the commands it ran, and it
         // may have run on another thread, so the wait covers everything logged up to now).
-        let may_write = commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE) || r.spec.group == "scripting");
-        if n == 0 || self.state.multi.is_some() || reply.is_error() || !may_write {
+        if !commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE) || r.spec.group == "scripting") {
             return None;
         }
         let store = guard.get_or_insert_with(|| shared.store.lock());

@@ -26,9 +26,11 @@ pub struct Store {
     /// Whether anything consumes `log` (persistence, replication). When nothing does, records are not kept:
     /// an unconsumed log would grow without bound.
     pub log_enabled: bool,
-    /// The instant (monotonic ms) of the command or event running now, set by whoever runs it; the records it logs
-    /// carry it. 0: not set (the wall clock is read instead).
-    pub now: u64,
+    /// The instant (monotonic ms) of the command or event running now, set by whoever runs it ([`Store::set_now`]);
+    /// the records it logs carry it. 0: not set (the wall clock is read instead).
+    now: u64,
+    /// `now` as Unix ms, converted once when `now` is set (not per record: the conversion reads both clocks).
+    now_wall: i64,
     /// This node is a replica: its primary's records decide every change, expiries and lock ends included.
     pub replica: bool,
     /// Keys removed because their deadline passed, found on access, by active expiry or by the lock timer
@@ -38,7 +40,7 @@ pub struct Store {
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, replica: false, expired_keys: 0 }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, now_wall: 0, replica: false, expired_keys: 0 }
     }
 
     /// Who removes expired keys in every database (see [`crate::keyspace::Expiry`]).
@@ -54,10 +56,18 @@ impl Store {
         self.dbs.iter().map(Db::changes).sum()
     }
 
+    /// The instant of the command or event about to run (monotonic ms): what it logs carries it.
+    pub fn set_now(&mut self, now: u64) {
+        if self.now != now {
+            self.now = now;
+            self.now_wall = crate::clock::mono_to_wall(now);
+        }
+    }
+
     /// Appends a record to the write log.
     pub fn log(&mut self, db: usize, args: Vec<Bytes>) {
         if self.log_enabled {
-            let wall_ms = if self.now == 0 { crate::clock::wall_ms() } else { crate::clock::mono_to_wall(self.now) };
+            let wall_ms = if self.now == 0 { crate::clock::wall_ms() } else { self.now_wall };
             self.log.push(LogRecord { db, args, wall_ms });
         }
     }

@@ -21,7 +21,7 @@ pub async fn active_expiry(shared: Arc<Shared>) {
         let now = clock::mono_ms();
         // Bounded wait: a long script holds the store lock, and this runtime also accepts connections.
         let Some(mut store) = shared.store.try_lock_for(Duration::from_millis(10)) else { continue };
-        store.now = now;
+        store.set_now(now);
         let mut removed = 0;
         for db in 0..store.dbs.len() {
             removed += store.dbs[db].active_expire(now, 16);
@@ -49,7 +49,7 @@ pub async fn lock_timer(shared: Arc<Shared>) {
                 continue;
             };
             let now = clock::mono_ms();
-            store.now = now;
+            store.set_now(now);
             // A replica's holders end when its primary's records say so.
             if store.replica {
                 None

@@ -294,7 +294,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let now = ctx.now;
         let store = ctx.store();
         // What this command logs (the lock engine's records included) carries its instant.
-        store.now = now;
+        store.set_now(now);
         store.changes()
     } else {
         0
@@ -309,7 +309,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let shared = ctx.shared;
         let spec = ctx.spec;
         let store = ctx.store();
-        store.now = now;
+        store.set_now(now);
         // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
         store.settle_expired();
         if write && store.log_enabled && store.changes() > changes_before {

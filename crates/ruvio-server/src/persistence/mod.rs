@@ -303,7 +303,7 @@ pub fn open(shared: &Arc<Shared>, loaded: loader::Loaded) -> Result<(), String> 
     // What expired while the server was down goes now, and is logged as DELs like any expiry.
     let now = crate::clock::mono_ms();
     let mut store = shared.store.lock();
-    store.now = now;
+    store.set_now(now);
     let mut removed = 0;
     for db in 0..store.dbs.len() {
         removed += store.dbs[db].active_expire(now, crate::keyspace::SEGMENTS);
