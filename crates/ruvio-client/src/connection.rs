@@ -39,6 +39,10 @@ impl Connection {
         remaining(deadline, "connect").and_then(|t| TcpStream::connect_timeout(&addr, t).map_err(Error::io))
     }
 
+    fn nap(d: std::time::Duration) {
+        std::thread::sleep(d);
+    }
+
     /// Sends `bytes` and reads `count` replies, giving up at `deadline` (`None`: wait as long as it takes).
     pub fn request(&mut self, bytes: &[u8], count: usize, deadline: Option<Instant>) -> Result<Vec<Value>> {
         self.stream.set_write_timeout(deadline.map(|d| remaining(d, "command")).transpose()?).map_err(Error::io)?;

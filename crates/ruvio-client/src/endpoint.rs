@@ -1,11 +1,14 @@
-//! Where connections go. Today a fixed address; later the coordinator, which names the current primary.
+//! Where connections go: a fixed address, or the primary that Sentinel-protocol servers (`ruvio coordinator`s or
+//! redis-sentinels) name.
 //!
 //! Every connection (the first one, each reconnect, a lock guard's renewal connection) asks the [`Connector`]
 //! for addresses, and tells it when the node it reached turned out to be the wrong one (`-READONLY`: a replica)
-//! or unreachable. A coordinator-backed connector will re-ask the coordinator on those hints; callers of
-//! [`Client`](crate::Client) see no difference, so discovery slots in without changing the public API.
+//! or unreachable. The Sentinel connector then forgets the primary it knew, and the next connection asks the
+//! coordinators again (`SENTINEL get-master-addr-by-name`); callers of [`Client`](crate::Client) see no
+//! difference.
 
 use std::fmt::Debug;
+use std::sync::Mutex;
 
 /// A host and port to try, in the order given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +32,17 @@ pub(crate) trait Connector: Send + Sync + Debug {
     fn endpoints(&self) -> Vec<Endpoint>;
     /// A hint that the last answer of [`Connector::endpoints`] may be stale.
     fn rediscover(&self, hint: Hint);
+    /// When the primary must be looked up first: the Sentinel-protocol servers to ask, and the group's name.
+    fn lookup(&self) -> Option<(Vec<Endpoint>, String)> {
+        None
+    }
+    /// The primary a lookup found.
+    fn learned(&self, _primary: Endpoint) {}
+    /// True when addresses come from a lookup: a new connection checks that the node is a primary (`ROLE`), and
+    /// opening one keeps looking up until its deadline (a failover in progress).
+    fn discovers(&self) -> bool {
+        false
+    }
 }
 
 /// One address given by the user, always the same.
@@ -42,5 +56,35 @@ impl Connector for FixedEndpoint {
 
     fn rediscover(&self, _hint: Hint) {
         // A fixed address has nothing to look up; reconnecting to it is all that can be done.
+    }
+}
+
+/// The primary of a group, as Sentinel-protocol servers name it; looked up again after any hint.
+#[derive(Debug)]
+pub(crate) struct SentinelConnector {
+    pub sentinels: Vec<Endpoint>,
+    pub master_name: String,
+    pub primary: Mutex<Option<Endpoint>>,
+}
+
+impl Connector for SentinelConnector {
+    fn endpoints(&self) -> Vec<Endpoint> {
+        self.primary.lock().unwrap().clone().into_iter().collect()
+    }
+
+    fn rediscover(&self, _hint: Hint) {
+        *self.primary.lock().unwrap() = None;
+    }
+
+    fn lookup(&self) -> Option<(Vec<Endpoint>, String)> {
+        self.primary.lock().unwrap().is_none().then(|| (self.sentinels.clone(), self.master_name.clone()))
+    }
+
+    fn learned(&self, primary: Endpoint) {
+        *self.primary.lock().unwrap() = Some(primary);
+    }
+
+    fn discovers(&self) -> bool {
+        true
     }
 }

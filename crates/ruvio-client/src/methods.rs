@@ -10,6 +10,10 @@ use std::time::Duration;
 
 /// The pause between reconnect attempts of a retried `RENEW` or `RELEASE`.
 pub(crate) const RECONNECT_PAUSE: Duration = Duration::from_millis(50);
+/// How long one Sentinel-protocol server may take to answer before the next one is asked.
+pub(crate) const SENTINEL_ATTEMPT: Duration = Duration::from_millis(1000);
+/// How long one attempt to reach the primary a lookup named may take before looking up again.
+pub(crate) const DISCOVERY_ATTEMPT: Duration = Duration::from_millis(1500);
 
 /// Writes the shared methods into `impl Client` of the invoking module: `client_methods!()` for the blocking
 /// client, `client_methods!(async await)` for the async one, where each `$(.$aw)?` becomes `.await`.
@@ -76,9 +80,8 @@ macro_rules! client_methods {
                     Err(e) => {
                         if e.breaks_connection() {
                             self.conn = None;
-                            if e.is_connection_dropped() {
-                                self.opts.connector.rediscover(Hint::Unreachable);
-                            }
+                            // A paused primary times out rather than dropping the connection: look again either way.
+                            self.opts.connector.rediscover(Hint::Unreachable);
                         }
                         Err(e)
                     }
@@ -300,8 +303,33 @@ pub(crate) fn unresolved(host: &str, e: std::io::Error) -> crate::error::Error {
 macro_rules! connection_methods {
     ($($async:ident $aw:ident)?) => {
         impl Connection {
-            /// Connects to the first endpoint that answers and runs the handshake, all before `deadline`.
+            /// Connects to the first endpoint that answers and runs the handshake, all before `deadline`. With a
+            /// Sentinel-protocol lookup (`ClientBuilder::sentinel`) it looks the primary up first, and tries again
+            /// (every `RECONNECT_PAUSE`) until `deadline`: nothing was sent to a node yet, so that is always safe.
             pub $($async)? fn open(opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
+                loop {
+                    let attempt = if opts.connector.discovers() {
+                        deadline.min(Instant::now() + $crate::methods::DISCOVERY_ATTEMPT)
+                    } else {
+                        deadline
+                    };
+                    let e = match Self::open_once(opts, attempt)$(.$aw)? {
+                        Ok(c) => return Ok(c),
+                        Err(e) => e,
+                    };
+                    opts.connector.rediscover(Hint::Unreachable);
+                    if !opts.connector.discovers() || e.is_server_error() || Instant::now() + $crate::methods::RECONNECT_PAUSE >= deadline {
+                        return Err(e);
+                    }
+                    Self::nap($crate::methods::RECONNECT_PAUSE)$(.$aw)?;
+                }
+            }
+
+            $($async)? fn open_once(opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
+                if let Some((sentinels, name)) = opts.connector.lookup() {
+                    let primary = Self::ask_sentinels(opts, &sentinels, &name, deadline)$(.$aw)??;
+                    opts.connector.learned(primary);
+                }
                 let mut last = Error::new(ErrorKind::InvalidConfig, "no address to connect to");
                 for endpoint in opts.connector.endpoints() {
                     let addrs = match Self::addresses(&endpoint, deadline)$(.$aw)? {
@@ -324,14 +352,69 @@ macro_rules! connection_methods {
                         }
                     }
                 }
-                opts.connector.rediscover(Hint::Unreachable);
+                Err(last)
+            }
+
+            /// Asks the Sentinel-protocol servers, one after the other, where the primary of `name` is.
+            $($async)? fn ask_sentinels(opts: &ClientBuilder, sentinels: &[Endpoint], name: &str, deadline: Instant) -> Result<Endpoint> {
+                let mut last = Error::new(ErrorKind::InvalidConfig, "no Sentinel-protocol server given");
+                for s in sentinels {
+                    let limit = deadline.min(Instant::now() + $crate::methods::SENTINEL_ATTEMPT);
+                    let addrs = match Self::addresses(s, limit)$(.$aw)? {
+                        Ok(a) => a,
+                        Err(e) => {
+                            last = e;
+                            continue;
+                        }
+                    };
+                    for addr in addrs {
+                        let stream = match Self::dial(addr, limit)$(.$aw)? {
+                            Ok(stream) => stream,
+                            Err(e) => {
+                                last = e;
+                                continue;
+                            }
+                        };
+                        let _ = stream.set_nodelay(true);
+                        let mut conn = Connection { stream, replies: ReplyBuffer::default() };
+                        let mut out = BytesMut::new();
+                        let mut count = 1;
+                        if let Some(pw) = &opts.sentinel_password {
+                            $crate::cmd::Cmd::new("AUTH").arg(pw).write_to(&mut out);
+                            count += 1;
+                        }
+                        $crate::cmd::Cmd::new("SENTINEL").arg("get-master-addr-by-name").arg(name).write_to(&mut out);
+                        match conn.request(&out, count, Some(limit))$(.$aw)? {
+                            Ok(mut replies) => {
+                                if let Some(Value::Error(t)) = replies.iter().find(|r| r.is_error()) {
+                                    last = Error::server(t);
+                                } else if let Some(Value::Array(v)) = replies.pop() {
+                                    let text = |v: &Value| v.as_bytes().map(|b| String::from_utf8_lossy(b).into_owned());
+                                    if let (Some(host), Some(Ok(port))) = (text(&v[0]), v.get(1).and_then(text).map(|p| p.parse::<u16>())) {
+                                        return Ok(Endpoint { host, port });
+                                    }
+                                    last = Error::new(ErrorKind::Protocol, "unexpected reply to SENTINEL get-master-addr-by-name");
+                                } else {
+                                    last = Error::new(ErrorKind::Io, format!("{}:{} does not know the master '{name}'", s.host, s.port));
+                                }
+                            }
+                            Err(e) => last = e,
+                        }
+                        break;
+                    }
+                }
                 Err(last)
             }
 
             $($async)? fn set_up(stream: TcpStream, opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
                 stream.set_nodelay(true).map_err(Error::io)?;
                 let mut conn = Connection { stream, replies: ReplyBuffer::default() };
-                let handshake = opts.handshake();
+                let mut handshake = opts.handshake();
+                // A node named by a lookup must still be a primary (it may have been demoted since).
+                let check_role = opts.connector.discovers();
+                if check_role {
+                    handshake.push($crate::cmd::Cmd::new("ROLE"));
+                }
                 if handshake.is_empty() {
                     return Ok(conn);
                 }
@@ -346,6 +429,12 @@ macro_rules! connection_methods {
                 // Every handshake step must succeed: a wrong password or database must not leave a half-set-up link.
                 if let Some(Value::Error(text)) = replies.iter().find(|r| r.is_error()) {
                     return Err(Error::server(text));
+                }
+                if check_role {
+                    let master = matches!(replies.last(), Some(Value::Array(v)) if v.first().and_then(|r| r.as_bytes()) == Some(&b"master"[..]));
+                    if !master {
+                        return Err(Error::new(ErrorKind::Io, "the node the coordinators named is not a primary (ROLE): looking again"));
+                    }
                 }
                 Ok(conn)
             }

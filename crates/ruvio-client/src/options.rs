@@ -6,7 +6,7 @@ use std::time::Duration;
 use ruvio_protocol::Protocol;
 
 use crate::cmd::Cmd;
-use crate::endpoint::{Connector, Endpoint, FixedEndpoint};
+use crate::endpoint::{Connector, Endpoint, FixedEndpoint, SentinelConnector};
 use crate::error::Result;
 use crate::Client;
 
@@ -44,6 +44,8 @@ pub struct ClientBuilder {
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Option<Duration>,
     pub(crate) protocol: Protocol,
+    pub(crate) sentinel_password: Option<String>,
+    pub(crate) durability_replicas: Option<u32>,
 }
 
 /// Written without the password, so that logging a client or its options cannot leak it.
@@ -58,6 +60,8 @@ impl std::fmt::Debug for ClientBuilder {
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
             .field("protocol", &self.protocol)
+            .field("durability_replicas", &self.durability_replicas)
+            .field("sentinel_password", &self.sentinel_password.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }
@@ -75,7 +79,43 @@ impl ClientBuilder {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             command_timeout: Some(DEFAULT_COMMAND_TIMEOUT),
             protocol: Protocol::Resp2,
+            sentinel_password: None,
+            durability_replicas: None,
         }
+    }
+
+    /// Options for the primary of the group `master_name`, found through Sentinel-protocol servers: `ruvio
+    /// coordinator`s (or redis-sentinels). Each new connection asks them, one after the other,
+    /// `SENTINEL get-master-addr-by-name master_name`, connects to the node named and checks with `ROLE` that it
+    /// is a primary. The address is kept for the following reconnects and forgotten after a `-READONLY` reply or
+    /// a failed connection, so that a failover is followed. Opening a connection keeps asking (every 50 ms) until
+    /// the connect timeout passes, which rides out a failover in progress; nothing is sent to a node before that,
+    /// so this is safe for every command. A command that was sent when its connection failed is still never
+    /// repeated (see [`Client`]).
+    ///
+    /// ```no_run
+    /// use ruvio_client::ClientBuilder;
+    ///
+    /// let coordinators = [("127.0.0.1", 26379), ("127.0.0.1", 26380), ("127.0.0.1", 26381)];
+    /// let mut db = ClientBuilder::sentinel(coordinators, "mymaster").connect()?;
+    /// let token = db.lease("job:nightly-report", 30_000)?;
+    /// # Ok::<(), ruvio_client::Error>(())
+    /// ```
+    pub fn sentinel<H: Into<String>>(sentinels: impl IntoIterator<Item = (H, u16)>, master_name: impl Into<String>) -> ClientBuilder {
+        let mut b = ClientBuilder::new("", 0);
+        b.connector = Arc::new(SentinelConnector {
+            sentinels: sentinels.into_iter().map(|(h, p)| Endpoint { host: h.into(), port: p }).collect(),
+            master_name: master_name.into(),
+            primary: Default::default(),
+        });
+        b
+    }
+
+    /// The password the Sentinel-protocol servers ask for (`AUTH`), when it differs from the nodes' (none by
+    /// default). Only used with [`ClientBuilder::sentinel`].
+    pub fn sentinel_password(mut self, password: impl Into<String>) -> Self {
+        self.sentinel_password = Some(password.into());
+        self
     }
 
     /// The password to authenticate with (`AUTH`, or `HELLO ... AUTH` on RESP3).
@@ -125,6 +165,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Sends `CLIENT DURABILITY REPLICAS n` on every connection (each reconnect included): every write, lock
+    /// grants included, is answered once `n` replicas hold it on disk (Ruvio only; see docs/replication.md). A
+    /// failover by `ruvio coordinator` keeps every write answered this way.
+    pub fn durability_replicas(mut self, n: u32) -> Self {
+        self.durability_replicas = Some(n);
+        self
+    }
+
     /// Opens a blocking connection with these options.
     pub fn connect(self) -> Result<Client> {
         Client::with_options(self)
@@ -166,6 +214,9 @@ impl ClientBuilder {
         }
         if self.db != 0 {
             cmds.push(Cmd::new("SELECT").arg(self.db));
+        }
+        if let Some(n) = self.durability_replicas {
+            cmds.push(Cmd::new("CLIENT").arg("DURABILITY").arg("REPLICAS").arg(n));
         }
         cmds
     }

@@ -50,6 +50,11 @@ impl Health {
         }
     }
 
+    /// No valid reply for longer than `down_after`, now (the health loop sets `sdown` from this on its next tick).
+    pub fn down_now(&self, down_after: Duration) -> bool {
+        self.sdown || self.last_ok.unwrap_or(self.created).elapsed() > down_after
+    }
+
     /// Fresh INFO (newer than `max_age`) from a node that is not subjectively down.
     pub fn fresh_info(&self, max_age: Duration) -> Option<&ReplInfo> {
         if self.sdown {
@@ -76,6 +81,10 @@ pub struct GroupRuntime {
     /// Primary LSN seen when a replica first appeared: it joins D once its fsynced LSN reaches it.
     pub durable_targets: HashMap<String, u64>,
 }
+
+/// How often the health loop re-evaluates subjective down, and how often the leader loop runs.
+const HEALTH_TICK: Duration = Duration::from_millis(20);
+const LEADER_TICK: Duration = Duration::from_millis(50);
 
 pub fn probe_interval(g: &GroupConfig) -> Duration {
     Duration::from_millis((g.down_after_ms / 4).clamp(100, 1000))
@@ -144,7 +153,8 @@ async fn probe_loop(co: Arc<Coordinator>, addr: String, gc: GroupConfig) {
 
 /// Every coordinator: keeps one probe task per node, computes subjective down, publishes +sdown/-sdown.
 pub async fn health_loop(co: Arc<Coordinator>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    // A short tick: subjective down is noticed within 20 ms of down-after-milliseconds (failover speed).
+    let mut tick = tokio::time::interval(HEALTH_TICK);
     loop {
         tick.tick().await;
         let cluster = co.sm.cluster();
@@ -253,7 +263,8 @@ fn is_ruvio_group(co: &Coordinator, g: &Group) -> bool {
 
 /// The leader's loop: discovery, objective down, failover, re-pointing.
 pub async fn leader_loop(co: Arc<Coordinator>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut tick = tokio::time::interval(LEADER_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
         if !co.is_leader() {
@@ -496,13 +507,16 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
                 (a, v)
             }));
         }
+        // The promises are recorded through raft concurrently (one commit round for all), before the decision.
+        let mut records = Vec::new();
         for t in tasks {
             let Ok((a, v)) = t.await else { continue };
             match v {
                 Ok(Value::Array(items)) if items.len() >= 3 => {
                     let n = |i: usize| items[i].as_i64().unwrap_or(0).max(0) as u64;
                     let p = Promise { promised_epoch: n(0), lsn: n(1), fsynced_lsn: n(2) };
-                    let _ = co.propose(Command::RecordPromise { name: name.into(), replica: a.clone(), epoch: p.promised_epoch }).await;
+                    let (co2, cmd) = (co.clone(), Command::RecordPromise { name: name.into(), replica: a.clone(), epoch: p.promised_epoch });
+                    records.push(tokio::spawn(async move { co2.propose(cmd).await }));
                     if let Some(c) = cands.iter_mut().find(|c| c.addr == a) {
                         c.promise = Some(p);
                         c.reachable = true;
@@ -511,6 +525,9 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
                 Ok(other) => tracing::warn!("{name}: unexpected PROMISE reply from {a}: {other:?}"),
                 Err(e) => tracing::warn!("{name}: no promise from {a}: {e}"),
             }
+        }
+        for r in records {
+            let _ = r.await;
         }
     }
 

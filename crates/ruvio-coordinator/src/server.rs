@@ -710,7 +710,15 @@ impl Session {
                 Ok(b) => Value::bulk(b),
                 Err(e) => err(format!("ERR raft rpc: {e}")),
             },
-            "IS-DOWN" if a.len() == 2 => Value::Integer(self.co.health.lock().unwrap().get(&a[1]).is_some_and(|h| h.sdown) as i64),
+            "IS-DOWN" if a.len() == 2 => {
+                // Judged at the moment of the question (not at the health loop's last tick).
+                let health = self.co.health.lock().unwrap();
+                let down = health.get(&a[1]).is_some_and(|h| {
+                    let after = self.co.group_cfg(&h.group).map_or(u64::MAX, |g| g.down_after_ms);
+                    h.down_now(Duration::from_millis(after))
+                });
+                Value::Integer(down as i64)
+            }
             "PROPOSE" if raw.len() == 2 => {
                 let cmd: Command = match serde_json::from_slice(&raw[1]) {
                     Ok(c) => c,

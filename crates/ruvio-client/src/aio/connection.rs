@@ -37,6 +37,10 @@ impl Connection {
         }
     }
 
+    async fn nap(d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+
     /// Sends `bytes` and reads `count` replies, giving up at `deadline` (`None`: wait as long as it takes).
     pub async fn request(&mut self, bytes: &[u8], count: usize, deadline: Option<Instant>) -> Result<Vec<Value>> {
         let work = self.exchange(bytes, count);

@@ -121,6 +121,13 @@ final class ServerProcess implements AutoCloseable {
         }
     }
 
+    /** `ruvio coordinator --config conf`, listening on {@code port} (the file says so). */
+    static ServerProcess coordinator(int port, Path conf, Path dir) {
+        ServerProcess p = new ServerProcess(List.of(ruvioBin(), "coordinator", "--config", conf.toString()), port, dir);
+        p.start();
+        return p;
+    }
+
     void start() {
         try {
             ProcessBuilder pb = new ProcessBuilder(command);
