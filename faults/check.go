@@ -431,21 +431,54 @@ func checkLinearizable(all []*Op, finals map[string]*Op, durable bool, timeout t
 		}
 	}
 	v.Checked = len(hist)
-	res, info := porcupine.CheckOperationsVerbose(regNDModel.ToModel(), hist, timeout)
-	switch res {
-	case porcupine.Ok:
-	case porcupine.Unknown:
-		v.Valid = "unknown"
-		v.Notes = append(v.Notes, fmt.Sprintf("Porcupine gave up after %v", timeout))
-	case porcupine.Illegal:
-		v.flag("the register history is not linearizable (see linearizability.html in the results folder)", nil)
-		porcupine.VisualizePath(regNDModel.ToModel(), info, vizPath)
-		// The shortest stretch: for each key, the first op that no partial linearization reaches.
-		for _, part := range info.PartialLinearizationsOperations() {
-			_ = part
+	// One check per key, so the anomaly count is the number of keys whose history is not linearizable.
+	model := regNDModel.ToModel()
+	for _, part := range model.Partition(hist) {
+		key := part[0].Metadata.(string)
+		res, info := porcupine.CheckOperationsVerbose(model, part, timeout)
+		switch res {
+		case porcupine.Ok:
+		case porcupine.Unknown:
+			if v.Valid == "yes" {
+				v.Valid = "unknown"
+			}
+			v.Notes = append(v.Notes, fmt.Sprintf("%s: Porcupine gave up after %v", key, timeout))
+		case porcupine.Illegal:
+			path := strings.TrimSuffix(vizPath, ".html") + "-" + strings.ReplaceAll(key, ":", "") + ".html"
+			porcupine.VisualizePath(model, info, path)
+			v.flag(fmt.Sprintf("%s: not linearizable (%s shows the longest linearizable prefixes)", key, path), illegalStretch(all, key, info))
 		}
 	}
 	return v
 }
 
-// Redis-style tokens are absent; callers skip (b) and (c) for the Redis pattern.
+// illegalStretch: the ops of the key that overlap the first operation no partial linearization could include,
+// going back to the end of the longest linearizable prefix.
+func illegalStretch(all []*Op, key string, info porcupine.LinearizationInfo) []*Op {
+	longest := 0
+	for _, p := range info.PartialLinearizations() {
+		for _, l := range p {
+			if len(l) > longest {
+				longest = len(l)
+			}
+		}
+	}
+	var ops []*Op
+	for _, o := range all {
+		if o.Key == key && (o.Kind == "write" && o.Status != "fail" || (o.Kind == "read" || o.Kind == "final-read") && o.Status == "ok") {
+			ops = append(ops, o)
+		}
+	}
+	if longest >= len(ops) || len(ops) == 0 {
+		return nil
+	}
+	lo := longest - 3
+	if lo < 0 {
+		lo = 0
+	}
+	hi := longest + 3
+	if hi > len(ops) {
+		hi = len(ops)
+	}
+	return stretch(all, ops[lo:hi]...)
+}

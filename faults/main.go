@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -23,16 +24,16 @@ type Phase struct {
 }
 
 type PhaseResult struct {
-	Phase      string         `json:"phase"`
-	Seconds    int            `json:"seconds"`
-	Nemeses    map[string]int `json:"nemeses"`
-	NotHealed  map[string]int `json:"not_healed,omitempty"`
-	Failovers  int            `json:"failovers"`
-	Attempted  map[string]int `json:"attempted"`
-	Acked      map[string]int `json:"acknowledged"`
-	Verdicts   []*Verdict     `json:"verdicts"`
-	Error      string         `json:"error,omitempty"`
-	MustPass   bool           `json:"must_pass"`
+	Phase     string         `json:"phase"`
+	Seconds   int            `json:"seconds"`
+	Nemeses   map[string]int `json:"nemeses"`
+	NotHealed map[string]int `json:"not_healed,omitempty"`
+	Failovers int            `json:"failovers"`
+	Attempted map[string]int `json:"attempted"`
+	Acked     map[string]int `json:"acknowledged"`
+	Verdicts  []*Verdict     `json:"verdicts"`
+	Error     string         `json:"error,omitempty"`
+	MustPass  bool           `json:"must_pass"`
 }
 
 func main() {
@@ -71,9 +72,9 @@ func main() {
 	}
 	if *quick {
 		phases = []Phase{
-			{"ruvio-durable", "ruvio", true, 130 * time.Second, []string{"kill-primary", "partition-primary-from-coordinators", "pause-primary", "kill-raft-leader", "partition-primary-from-everyone", "kill-replica", "partition-majority-minority", "partition-bridge", "pause-replica", "kill-coordinator", "partition-replica-minority", "pause-coordinator", "clock-jump"}},
-			{"ruvio-async", "ruvio", false, 45 * time.Second, coreNem},
-			{"redis-sentinel", "redis", false, 45 * time.Second, coreNem},
+			{"ruvio-durable", "ruvio", true, 150 * time.Second, []string{"kill-primary", "partition-primary-from-coordinators", "pause-primary", "kill-raft-leader", "partition-primary-from-everyone", "kill-replica", "clock-jump", "partition-majority-minority", "partition-bridge", "disk-full-replica", "pause-replica", "kill-coordinator", "partition-replica-minority", "pause-coordinator"}},
+			{"ruvio-async", "ruvio", false, 40 * time.Second, coreNem},
+			{"redis-sentinel", "redis", false, 50 * time.Second, coreNem},
 		}
 	} else {
 		total := time.Duration(*minutes * float64(time.Minute))
@@ -134,7 +135,27 @@ func runPhase(ph Phase, bin, dir string, quick bool, log func(string, ...interfa
 			os.WriteFile(filepath.Join(dir, p.Name+".faketime"), []byte("+0\n"), 0o644)
 		}
 	}
-	defer cl.Stop()
+	if ph.System == "ruvio" && ph.Durable && containsStr(ph.Nemeses, "disk-full-replica") {
+		// Each node's data folder is a small tmpfs of its own, so the disk-full nemesis can fill one.
+		size := "128m"
+		if !quick {
+			size = "512m"
+		}
+		for _, p := range cl.Nodes {
+			os.MkdirAll(p.Dir, 0o755)
+			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0755", "tmpfs", p.Dir).CombinedOutput(); err != nil {
+				log("tmpfs for %s: %v %s (disk-full nemesis skipped)", p.Name, err, out)
+				continue
+			}
+			cl.DiskDirs[p.Name] = p.Dir
+		}
+	}
+	defer func() {
+		cl.Stop()
+		for _, d := range cl.DiskDirs {
+			exec.Command("umount", "-l", d).Run()
+		}
+	}()
 	start := time.Now()
 	if err := cl.Start(); err != nil {
 		res.Error = "cluster did not start: " + err.Error()
@@ -211,14 +232,30 @@ func runPhase(ph Phase, bin, dir string, quick bool, log func(string, ...interfa
 		if v.Stretch != nil {
 			fmt.Fprintf(vf, "  shortest stretch of history showing it (%d ops):\n", len(v.Stretch))
 			log("  %s: %s; shortest stretch of history showing it:", v.Name, v.Notes[0])
-			for _, o := range v.Stretch {
+			for i, o := range v.Stretch {
 				b, _ := json.Marshal(o)
 				fmt.Fprintln(vf, "    "+string(b))
-				log("    %s", b)
+				if i < 16 {
+					log("    %s", b)
+				} else if i == 16 {
+					log("    ... (%d ops in all: %s)", len(v.Stretch), filepath.Join(dir, "verdicts.txt"))
+				}
 			}
 		}
 	}
 	vf.Close()
+	pass := true
+	for _, v := range res.Verdicts {
+		pass = pass && v.Valid == "yes"
+	}
+	if pass {
+		// Keep the logs and the history, not the nodes' data.
+		for _, p := range cl.All() {
+			if _, disk := cl.DiskDirs[p.Name]; !disk {
+				os.RemoveAll(p.Dir)
+			}
+		}
+	}
 	vj, _ := json.MarshalIndent(res.Verdicts, "", "  ")
 	os.WriteFile(filepath.Join(dir, "verdicts.json"), vj, 0o644)
 	return res
@@ -235,6 +272,15 @@ func ph3(ph Phase) int {
 		return 0
 	}
 	return 2
+}
+
+func containsStr(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

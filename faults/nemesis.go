@@ -78,14 +78,14 @@ type Nemesis struct {
 }
 
 type NemesisRunner struct {
-	cl       *Cluster
-	h        *History
-	hold     time.Duration // how long a fault lasts
-	pauseFor time.Duration // SIGSTOP length (> lease TTL and > down-after-milliseconds)
-	rnd      *rand.Rand
-	log      func(string, ...interface{})
-	Counts   map[string]int
-	Unhealed map[string]int
+	cl        *Cluster
+	h         *History
+	hold      time.Duration // how long a fault lasts
+	pauseFor  time.Duration // SIGSTOP length (> lease TTL and > down-after-milliseconds)
+	rnd       *rand.Rand
+	log       func(string, ...interface{})
+	Counts    map[string]int
+	Unhealed  map[string]int
 	Failovers int
 }
 
