@@ -58,6 +58,9 @@ func stretch(all []*Op, involved ...*Op) []*Op {
 		if o.Cmp < lo || o.Inv > hi {
 			continue
 		}
+		if o.Kind == "grant" && o.Status == "fail" {
+			continue // a lock that was busy: noise
+		}
 		if o.Workload == "nemesis" || fam[o.Workload+"/"+suffix(o.Key)] {
 			out = append(out, o)
 		}

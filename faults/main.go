@@ -42,7 +42,12 @@ func main() {
 	quick := flag.Bool("quick", false, "the ~5 minute run")
 	minutes := flag.Float64("minutes", 0, "long run: total minutes")
 	only := flag.String("only", "", "run only the phases whose name contains this")
+	re := flag.String("recheck", "", "run the checkers again on a phase folder's history.jsonl, and exit")
 	flag.Parse()
+	if *re != "" {
+		recheck(*re)
+		return
+	}
 	if *bin == "" {
 		fail("RUVIO_BIN is not set (the ruvio binary to test)")
 	}
@@ -88,6 +93,7 @@ func main() {
 			{"redis-sentinel", "redis", false, total * 2 / 10, coreNem},
 		}
 	}
+	runStart := time.Now()
 	var results []*PhaseResult
 	bad := false
 	for _, ph := range phases {
@@ -106,7 +112,7 @@ func main() {
 			bad = true
 		}
 	}
-	j, _ := json.MarshalIndent(results, "", "  ")
+	j, _ := json.MarshalIndent(map[string]interface{}{"started": runStart.UTC().Format(time.RFC3339), "args": os.Args[1:], "phases": results}, "", "  ")
 	os.WriteFile(filepath.Join(*out, "summary.json"), j, 0o644)
 	table := summaryTable(results)
 	os.WriteFile(filepath.Join(*out, "summary.md"), []byte(table), 0o644)
@@ -219,7 +225,11 @@ func runPhase(ph Phase, bin, dir string, quick bool, log func(string, ...interfa
 	}
 	res.Verdicts = append(res.Verdicts, checkHolders(all))
 	t0 := time.Now()
-	res.Verdicts = append(res.Verdicts, checkLinearizable(all, finals, ph.Durable, 60*time.Second, filepath.Join(dir, "linearizability.html")))
+	porcTimeout := 60 * time.Second
+	if !quick {
+		porcTimeout = 5 * time.Minute
+	}
+	res.Verdicts = append(res.Verdicts, checkLinearizable(all, finals, ph.Durable, porcTimeout, filepath.Join(dir, "linearizability.html")))
 	log("porcupine took %v", time.Since(t0).Round(time.Millisecond))
 	vf, _ := os.Create(filepath.Join(dir, "verdicts.txt"))
 	for _, v := range res.Verdicts {
