@@ -192,6 +192,16 @@ func runPhase(ph Phase, bin, dir string, quick bool, log func(string, ...interfa
 			nm = byName[names[i%len(names)]]
 		} else {
 			nm = byName[names[nr.rnd.Intn(len(names))]]
+			// Mixed at random: one time in four, a partition at the same time as a process or clock fault.
+			var parts []string
+			for _, x := range names {
+				if strings.HasPrefix(x, "partition") {
+					parts = append(parts, x)
+				}
+			}
+			if !strings.HasPrefix(nm.Name, "partition") && len(parts) > 0 && nr.rnd.Intn(4) == 0 {
+				nm = Mix(nm, byName[parts[nr.rnd.Intn(len(parts))]])
+			}
 		}
 		i++
 		nr.Do(nm)

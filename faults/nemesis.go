@@ -261,6 +261,24 @@ func (n *NemesisRunner) heal() error {
 	return n.cl.WaitHealthy(60 * time.Second)
 }
 
+// Mix runs two nemeses at once (a process fault and a partition, say) and counts it as "a+b".
+func Mix(a, b Nemesis) Nemesis {
+	return Nemesis{a.Name + "+" + b.Name, func(n *NemesisRunner) (string, error) {
+		type r struct {
+			what string
+			err  error
+		}
+		ch := make(chan r, 1)
+		go func() { w, e := b.Run(n); ch <- r{w, e} }()
+		w1, e1 := a.Run(n)
+		x := <-ch
+		if e1 == nil {
+			e1 = x.err
+		}
+		return w1 + " & " + x.what, e1
+	}}
+}
+
 func (n *NemesisRunner) Do(nm Nemesis) {
 	before := n.cl.MasterPort()
 	n.h.Event("nemesis-start", nm.Name)
