@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"sort"
@@ -88,10 +89,14 @@ func writeJSONL(path string, ops []*Op) error {
 		return err
 	}
 	defer f.Close()
-	w := bufio.NewWriter(f)
+	z := gzip.NewWriter(f)
+	w := bufio.NewWriter(z)
 	enc := json.NewEncoder(w)
 	for _, o := range ops {
 		enc.Encode(o)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return z.Close()
 }

@@ -215,7 +215,7 @@ func runPhase(ph Phase, bin, dir string, quick bool, log func(string, ...interfa
 	}
 	finals := finalReads(cl, h, ph.Durable, log)
 	all := h.Ops()
-	writeJSONL(filepath.Join(dir, "history.jsonl"), all)
+	writeJSONL(filepath.Join(dir, "history.jsonl.gz"), all)
 	res.Seconds = int(time.Since(start).Seconds())
 	res.Nemeses, res.NotHealed, res.Failovers = nr.Counts, nr.Unhealed, nr.Failovers
 	for _, o := range all {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,16 +10,20 @@ import (
 	"time"
 )
 
-// recheck runs the checkers again on a phase's recorded history (faults -recheck results/.../ruvio-durable).
+// recheck runs the checkers again on a phase's recorded history (history.jsonl.gz) (faults -recheck results/.../ruvio-durable).
 func recheck(dir string) {
-	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
+	f, err := os.Open(filepath.Join(dir, "history.jsonl.gz"))
 	if err != nil {
 		fail("%v", err)
 	}
 	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		fail("%v", err)
+	}
 	var all []*Op
 	finals := map[string]*Op{}
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(z)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		o := &Op{}
