@@ -171,7 +171,16 @@ func runPhase(ph Phase, bin, dir string, quick bool, log func(string, ...interfa
 	h := NewHistory()
 	stop := make(chan struct{})
 	ttl := 2000
-	wg := RunWorkloads(cl, h, stop, ph.Durable, ttl, 6, ph4(ph), ph3(ph))
+	// Long runs: the register clients pause between iterations so a phase's history stays within what Porcupine
+	// checks (see maxPorcupineOps); the mutex and counter clients run flat out.
+	think := time.Duration(0)
+	if !quick {
+		think = time.Duration(float64(150*time.Millisecond) * ph.Duration.Minutes() / 10)
+		if think < 10*time.Millisecond {
+			think = 10 * time.Millisecond
+		}
+	}
+	wg := RunWorkloads(cl, h, stop, ph.Durable, ttl, think, 6, ph4(ph), ph3(ph))
 	nr := &NemesisRunner{cl: cl, h: h, hold: 3 * time.Second, pauseFor: 5 * time.Second, rnd: rand.New(rand.NewSource(time.Now().UnixNano())), log: log, Counts: map[string]int{}, Unhealed: map[string]int{}}
 	byName := map[string]Nemesis{}
 	for _, n := range append(append(allNemeses(ph.System), clockNemeses()...), diskNemesis()) {

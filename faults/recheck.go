@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -12,13 +13,16 @@ import (
 
 // recheck runs the checkers again on a phase's recorded history (history.jsonl.gz) (faults -recheck results/.../ruvio-durable).
 func recheck(dir string) {
-	f, err := os.Open(filepath.Join(dir, "history.jsonl.gz"))
-	if err != nil {
-		fail("%v", err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
+	var z io.Reader
+	if f, err := os.Open(filepath.Join(dir, "history.jsonl.gz")); err == nil {
+		defer f.Close()
+		if z, err = gzip.NewReader(f); err != nil {
+			fail("%v", err)
+		}
+	} else if f, err := os.Open(filepath.Join(dir, "history.jsonl")); err == nil {
+		defer f.Close()
+		z = f
+	} else {
 		fail("%v", err)
 	}
 	var all []*Op

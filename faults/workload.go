@@ -20,6 +20,7 @@ type Client struct {
 	port    int
 	durable bool
 	timeout time.Duration
+	think   time.Duration // pause between iterations (long runs: keeps the history within Porcupine's reach)
 	rnd     *rand.Rand
 }
 
@@ -101,6 +102,9 @@ func (c *Client) register(stop <-chan struct{}, keys, ttl int) {
 		if !c.ensure() {
 			time.Sleep(200 * time.Millisecond)
 			continue
+		}
+		if c.think > 0 {
+			time.Sleep(c.think)
 		}
 		k := fmt.Sprint(c.rnd.Intn(keys))
 		n++
@@ -310,12 +314,12 @@ func (c *Client) counter(stop <-chan struct{}) {
 }
 
 // RunWorkloads starts the clients; stop ends them; the returned WaitGroup is done once every client returned.
-func RunWorkloads(cl *Cluster, h *History, stop <-chan struct{}, durable bool, ttl int, nRegister, nMutex, nCounter int) *sync.WaitGroup {
+func RunWorkloads(cl *Cluster, h *History, stop <-chan struct{}, durable bool, ttl int, think time.Duration, nRegister, nMutex, nCounter int) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	id := 0
 	mk := func() *Client {
 		id++
-		return &Client{ID: id, cl: cl, h: h, durable: durable, timeout: 7 * time.Second, rnd: rand.New(rand.NewSource(time.Now().UnixNano() + int64(id)))}
+		return &Client{ID: id, cl: cl, h: h, durable: durable, timeout: 7 * time.Second, think: think, rnd: rand.New(rand.NewSource(time.Now().UnixNano() + int64(id)))}
 	}
 	for i := 0; i < nRegister; i++ {
 		c := mk()
