@@ -26,7 +26,7 @@ if ! command -v nft >/dev/null; then
   apt-get install -y nftables >/dev/null || { echo "could not install nftables" >&2; exit 2; }
 fi
 if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
-  apt-get install -y faketime >/dev/null 2>&1 || echo "warning: faketime not installable; the clock nemesis is skipped" >&2
+  apt-get install -y faketime >/dev/null 2>&1 || { echo "could not install faketime (the clock nemesis needs it)" >&2; exit 2; }
 fi
 for b in redis-server redis-sentinel go ip; do
   command -v $b >/dev/null || { echo "$b is missing" >&2; exit 2; }

@@ -10,7 +10,8 @@
 #    pytest tests/python, then `node --test` in tests/node,
 # 4. runs each client package's own tests (clients/*/test.sh), the Redis lock libraries' proofs
 #    (tests/libraries/*/test.sh) and the cross-language conformance corpus
-#    (scripts/conformance.sh prints one table: corpus cases x languages).
+#    (scripts/conformance.sh prints one table: corpus cases x languages),
+# 5. runs the fault suite's quick run (scripts/faults.sh --quick, docs/faults.md; needs root).
 #
 # Environment:
 #   RUVIO_BIN=/path/to/ruvio   binary under test (default: target/release/ruvio)
@@ -130,6 +131,11 @@ if [ "$TARGET" != "redis" ]; then
   bash scripts/conformance.sh
   step "conformance script self-test (it must fail on failed, missing and unknown cases)"
   bash conformance/selftest.sh
+
+  # The fault suite's quick run (docs/faults.md): a cluster in a private network namespace under kill -9, pauses,
+  # partitions, clock jumps and a full disk; every checker must pass for durable grants.
+  step "fault suite (bash scripts/faults.sh --quick)"
+  bash scripts/faults.sh --quick
 fi
 
 step "all tests passed"
