@@ -14,6 +14,9 @@ pub(crate) const RECONNECT_PAUSE: Duration = Duration::from_millis(50);
 pub(crate) const SENTINEL_ATTEMPT: Duration = Duration::from_millis(1000);
 /// How long one attempt to reach the primary a lookup named may take before looking up again.
 pub(crate) const DISCOVERY_ATTEMPT: Duration = Duration::from_millis(1500);
+/// How long a command refused with `-NOREPLICAS` is sent again (within the command timeout): right after a failover
+/// the new primary's replicas are still re-attaching, and the refusal means nothing ran.
+pub(crate) const NOREPLICAS_PATIENCE: Duration = Duration::from_millis(3000);
 
 /// Writes the shared methods into `impl Client` of the invoking module: `client_methods!()` for the blocking
 /// client, `client_methods!(async await)` for the async one, where each `$(.$aw)?` becomes `.await`.
@@ -88,10 +91,25 @@ macro_rules! client_methods {
                 }
             }
 
+            /// Sends one command. A `-NOREPLICAS` refusal (the server ran nothing: too few replicas streaming, as
+            /// for a moment after a failover) is sent again every `RECONNECT_PAUSE` for up to
+            /// `NOREPLICAS_PATIENCE`, within the command timeout; safe for every command, LEASE included.
             $($async)? fn call(&mut self, cmd: &Cmd, extra: Duration) -> Result<Value> {
                 let mut out = BytesMut::new();
                 cmd.write_to(&mut out);
-                Ok(self.round_trip(&out, 1, extra)$(.$aw)??.pop().expect("one reply was read"))
+                let started = Instant::now();
+                let mut until = started + $crate::methods::NOREPLICAS_PATIENCE;
+                if let Some(t) = self.opts.command_timeout {
+                    until = until.min(started + t);
+                }
+                let until = self.capped(until);
+                loop {
+                    let reply = self.round_trip(&out, 1, extra)$(.$aw)??.pop().expect("one reply was read");
+                    if reply.error_code() != Some("NOREPLICAS") || Instant::now() + RECONNECT_PAUSE >= until {
+                        return Ok(reply);
+                    }
+                    Self::pause(RECONNECT_PAUSE)$(.$aw)?;
+                }
             }
 
             /// Sends `cmd` and converts its reply into `T`.

@@ -167,3 +167,23 @@ fn a_readonly_reply_drops_the_connection_and_the_next_call_reconnects() {
     let same: i64 = cmd("CLIENT").arg("ID").query(&mut db).unwrap();
     assert_eq!(same, after);
 }
+
+/// `-NOREPLICAS` means the server ran nothing (too few replicas streaming, as for a moment after a failover), so the
+/// client sends the command again for a while: a durable LEASE made while the replica is still attaching is granted
+/// once it attached; with no replica ever coming, the refusal arrives as the error.
+#[test]
+fn durable_lease_rides_out_a_replica_still_attaching() {
+    let durable = ["--appendonly", "yes", "--appendfsync", "always"];
+    let primary = Server::start_with(&durable);
+    let mut db = primary.builder().durability_replicas(1).connect().unwrap();
+    let e = db.lease("noreplicas:alone", 10_000).unwrap_err();
+    assert_eq!(e.code(), Some("NOREPLICAS"), "{e}");
+
+    let leasing = thread::spawn(move || db.lease("noreplicas:attaching", 10_000));
+    thread::sleep(Duration::from_millis(300));
+    let replica_of = format!("127.0.0.1 {}", primary.port);
+    let _replica = Server::start_with(&[durable.as_slice(), &["--replicaof", &replica_of]].concat());
+    let token = leasing.join().unwrap().expect("granted once the replica streams").expect("free");
+    let info = primary.client().lock_info("noreplicas:attaching").unwrap().expect("held");
+    assert_eq!(info.holders.first().map(|h| h.token), Some(token));
+}
