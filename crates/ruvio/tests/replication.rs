@@ -174,6 +174,31 @@ fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
     assert!(is_ok(&c.cmd(&["SET", "guarded", "1"])));
 }
 
+/// WAIT and WAITAOF wait on the journal's durability: a WAIT with no replica is answered by the acknowledgement of
+/// a replica that attaches later; WAITAOF counts only replicas with appendonly, WAIT counts them all.
+#[test]
+fn wait_is_woken_by_an_attaching_replica_and_waitaof_counts_only_appendonly_replicas() {
+    let (pd, r1, r2) = (temp_dir("repl-wait-p"), temp_dir("repl-wait-r1"), temp_dir("repl-wait-r2"));
+    let primary = start(&pd, &["--appendonly", "yes"]);
+    let mut c = primary.conn();
+    c.cmd(&["SET", "k", "1"]);
+    let port = primary.port;
+    let waiting = std::thread::spawn(move || int(&Conn::connect(port).cmd(&["WAIT", "1", "0"])));
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(!waiting.is_finished(), "WAIT 1 0 with no replica waits");
+    let plain = replica_of(&primary, &r1, &["--appendonly", "no"]);
+    assert_eq!(waiting.join().unwrap(), 1, "woken by the replica's first acknowledgement");
+    caught_up(&primary, &plain);
+    c.cmd(&["SET", "k", "2"]);
+    // The replica without appendonly received it but never fsyncs it: WAITAOF times out with [1, 0].
+    assert_eq!(int(&c.cmd(&["WAIT", "1", "5000"])), 1);
+    assert_eq!(c.cmd(&["WAITAOF", "1", "1", "300"]), Value::Array(vec![Value::Integer(1), Value::Integer(0)]));
+    let durable = replica_of(&primary, &r2, &["--appendonly", "yes", "--appendfsync", "always"]);
+    caught_up(&primary, &durable);
+    assert_eq!(c.cmd(&["WAITAOF", "1", "1", "5000"]), Value::Array(vec![Value::Integer(1), Value::Integer(1)]));
+    assert_eq!(int(&c.cmd(&["WAIT", "2", "5000"])), 2);
+}
+
 #[test]
 fn a_replica_does_not_expire_keys_by_itself_but_reads_them_as_gone() {
     let (pd, rd) = (temp_dir("repl-expiry-p"), temp_dir("repl-expiry-r"));

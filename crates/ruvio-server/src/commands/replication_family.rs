@@ -2,7 +2,7 @@
 //! machinery lives in [`crate::replication`]; docs/replication.md describes it.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
 use ruvio_protocol::Value;
@@ -13,6 +13,7 @@ use crate::context::{Block, Ctx};
 use crate::errors::*;
 use crate::keyspace::Expiry;
 use crate::client::Handover;
+use crate::journal::{Counted, Need};
 use crate::shared::Shared;
 
 macro_rules! cmd {
@@ -157,11 +158,8 @@ fn wait(ctx: &mut Ctx) -> Value {
         return Value::error(ERR_WAIT_ON_REPLICA);
     }
     let lsn = ctx.shared.commit_log(ctx.store());
-    let count = move |s: &Shared| s.replication.downstream().iter().filter(|d| d.received >= lsn).count();
-    block_until(ctx, timeout, move |s| {
-        let c = count(s);
-        (c >= n).then_some(Value::Integer(c as i64))
-    }, move |s| Value::Integer(count(s) as i64))
+    let need = Need { lsn, local: false, replicas: n, counted: Counted::Received };
+    block_until(ctx, timeout, need, move |s| Value::Integer(s.journal.durability.replicas_at(lsn, Counted::Received) as i64))
 }
 
 /// WAITAOF numlocal numreplicas timeout: `[1 if fsynced here, replicas that fsynced it]` (only replicas with
@@ -184,51 +182,40 @@ fn waitaof(ctx: &mut Ctx) -> Value {
     }
     let lsn = ctx.shared.commit_log(ctx.store());
     ctx.shared.aof.request_fsync();
-    let state = move |s: &Shared| {
+    let need = Need { lsn, local: local > 0, replicas: n, counted: Counted::Fsynced };
+    block_until(ctx, timeout, need, move |s| {
         let here = (s.aof.enabled() && s.journal.durability.local() >= lsn) as i64;
-        let replicas = s.replication.downstream().iter().filter(|d| d.aof && d.fsynced >= lsn).count();
-        (here, replicas)
-    };
-    let reply = |(here, replicas): (i64, usize)| Value::Array(vec![Value::Integer(here), Value::Integer(replicas as i64)]);
-    block_until(ctx, timeout, move |s| {
-        let (here, replicas) = state(s);
-        (here >= local && replicas >= n).then(|| reply((here, replicas)))
-    }, move |s| reply(state(s)))
+        let replicas = s.journal.durability.replicas_at(lsn, Counted::Fsynced) as i64;
+        Value::Array(vec![Value::Integer(here), Value::Integer(replicas)])
+    })
 }
 
-/// Answers at once when `ready` has a reply, else makes the connection wait (checking every few ms) until it has,
-/// or `timeout_ms` passed (0 = forever) and `at_timeout` answers.
-fn block_until(
-    ctx: &mut Ctx,
-    timeout_ms: u64,
-    ready: impl Fn(&Shared) -> Option<Value> + Send + 'static,
-    at_timeout: impl Fn(&Shared) -> Value + Send + 'static,
-) -> Value {
-    if let Some(v) = ready(ctx.shared) {
-        return v;
-    }
-    if ctx.in_exec {
-        return at_timeout(ctx.shared);
+/// Answers at once when `need` is met, else makes the connection wait until the fsync or acknowledgement that
+/// meets it (the journal's durability wakes exactly that waiter), the timeout (`timeout_ms`, 0 = forever) or
+/// shutdown; `reply` then reports what was reached.
+fn block_until(ctx: &mut Ctx, timeout_ms: u64, need: Need, reply: impl Fn(&Shared) -> Value + Send + 'static) -> Value {
+    if ctx.in_exec || ctx.shared.journal.durability.met(need) {
+        return reply(ctx.shared);
     }
     ctx.unlock();
-    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (mut tx, rx) = tokio::sync::oneshot::channel();
     let shared = ctx.shared.clone();
-    let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+    let deadline = (timeout_ms > 0).then(|| tokio::time::Instant::now() + Duration::from_millis(timeout_ms));
     tokio::spawn(async move {
-        loop {
-            if tx.is_closed() {
-                return;
+        let mut shutdown = shared.shutdown.subscribe();
+        let timeout = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
             }
-            if let Some(v) = ready(&shared) {
-                let _ = tx.send(v);
-                return;
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) || shared.is_shutting_down() {
-                let _ = tx.send(at_timeout(&shared));
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        tokio::select! {
+            _ = shared.journal.durability.wait(need) => {}
+            _ = timeout => shared.journal.durability.forget_abandoned(),
+            _ = shutdown.wait_for(|s| *s) => {}
+            _ = tx.closed() => return shared.journal.durability.forget_abandoned(),
         }
+        let _ = tx.send(reply(&shared));
     });
     ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::Integer(0) });
     Value::Nil

@@ -1,18 +1,51 @@
 //! What made each LSN durable: the local fsync (persistence publishes it) and the fsync acknowledgements of
 //! replicas (replication links publish them). A connection that needs its writes durable before it answers waits
 //! for "LSN x is fsynced here and on n replicas"; each publication wakes exactly the waiters it satisfies (a
-//! broadcast would wake every waiting client on every fsync).
+//! broadcast would wake every waiting client on every fsync). WAIT and WAITAOF wait here too, on what replicas
+//! received or fsynced.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-/// What a waiter needs: `lsn` fsynced locally and acknowledged as fsynced by `replicas` replicas.
+/// What a waiter needs: `lsn` fsynced locally (when `local`) and reached by `replicas` replicas, as `counted`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Need {
     pub lsn: u64,
+    pub local: bool,
     pub replicas: usize,
+    pub counted: Counted,
+}
+
+/// Which of a replica's acknowledgements a waiter counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// Received (WAIT).
+    Received,
+    /// Fsynced on a replica with appendonly (durable writes, WAITAOF).
+    Fsynced,
+}
+
+impl Need {
+    /// A durable write: fsynced here and on `replicas` replicas.
+    pub fn durable(lsn: u64, replicas: usize) -> Need {
+        Need { lsn, local: true, replicas, counted: Counted::Fsynced }
+    }
+
+    /// Fsynced here.
+    pub fn local(lsn: u64) -> Need {
+        Need::durable(lsn, 0)
+    }
+}
+
+/// A connected replica's acknowledgements.
+#[derive(Debug, Clone, Copy)]
+struct Acked {
+    link: u64,
+    received: u64,
+    /// None for a replica without appendonly: its fsyncs never count.
+    fsynced: Option<u64>,
 }
 
 #[derive(Default)]
@@ -24,18 +57,24 @@ pub struct Durability {
 
 #[derive(Default)]
 struct Inner {
-    /// Each connected replica's last fsynced LSN, by the replica's link id.
-    replicas: Vec<(u64, u64)>,
+    /// Each connected replica's acknowledgements.
+    replicas: Vec<Acked>,
     waiters: Vec<(Need, oneshot::Sender<()>)>,
 }
 
 impl Inner {
-    fn replicas_at(&self, lsn: u64) -> usize {
-        self.replicas.iter().filter(|(_, fsynced)| *fsynced >= lsn).count()
+    fn replicas_at(&self, lsn: u64, counted: Counted) -> usize {
+        self.replicas
+            .iter()
+            .filter(|r| match counted {
+                Counted::Received => r.received >= lsn,
+                Counted::Fsynced => r.fsynced.is_some_and(|f| f >= lsn),
+            })
+            .count()
     }
 
     fn met(&self, local: u64, need: Need) -> bool {
-        local >= need.lsn && (need.replicas == 0 || self.replicas_at(need.lsn) >= need.replicas)
+        (!need.local || local >= need.lsn) && (need.replicas == 0 || self.replicas_at(need.lsn, need.counted) >= need.replicas)
     }
 
     fn wake_satisfied(&mut self, local: u64) {
@@ -74,13 +113,20 @@ impl Durability {
         self.local.store(lsn, Ordering::Release);
     }
 
-    /// Replica `link` reports everything up to `fsynced` on its disk. Acknowledgements never go backwards.
-    pub fn publish_replica(&self, link: u64, fsynced: u64) {
+    /// Replica `link` reports everything up to `received` received and, with appendonly (`fsynced` is Some), up to
+    /// `fsynced` on its disk. Acknowledgements never go backwards.
+    pub fn publish_replica(&self, link: u64, received: u64, fsynced: Option<u64>) {
         let mut inner = self.inner.lock();
-        match inner.replicas.iter_mut().find(|(id, _)| *id == link) {
-            Some((_, at)) if *at >= fsynced => return,
-            Some((_, at)) => *at = fsynced,
-            None => inner.replicas.push((link, fsynced)),
+        match inner.replicas.iter_mut().find(|r| r.link == link) {
+            Some(r) => {
+                let before = (r.received, r.fsynced);
+                r.received = r.received.max(received);
+                r.fsynced = fsynced.map(|f| f.max(r.fsynced.unwrap_or(0)));
+                if (r.received, r.fsynced) == before {
+                    return;
+                }
+            }
+            None => inner.replicas.push(Acked { link, received, fsynced }),
         }
         let local = self.local();
         inner.wake_satisfied(local);
@@ -88,12 +134,17 @@ impl Durability {
 
     /// Replica `link` disconnected: its acknowledgements no longer count for later writes.
     pub fn replica_gone(&self, link: u64) {
-        self.inner.lock().replicas.retain(|(id, _)| *id != link);
+        self.inner.lock().replicas.retain(|r| r.link != link);
     }
 
-    /// How many replicas acknowledged `lsn` as fsynced.
-    pub fn replicas_at(&self, lsn: u64) -> usize {
-        self.inner.lock().replicas_at(lsn)
+    /// How many replicas acknowledged `lsn` as `counted`.
+    pub fn replicas_at(&self, lsn: u64, counted: Counted) -> usize {
+        self.inner.lock().replicas_at(lsn, counted)
+    }
+
+    /// Whether `need` is met now.
+    pub fn met(&self, need: Need) -> bool {
+        self.inner.lock().met(self.local(), need)
     }
 
     /// Waits until `need` is met. Dropping the future withdraws nothing but the wait itself.
@@ -131,15 +182,15 @@ mod tests {
     #[test]
     fn a_waiter_is_woken_only_when_local_and_replica_durability_both_reach_it() {
         let d = Durability::default();
-        let mut w = pin!(d.wait(Need { lsn: 10, replicas: 2 }));
+        let mut w = pin!(d.wait(Need::durable(10, 2)));
         assert!(!ready(&mut w));
         d.publish_local(10);
         assert!(!ready(&mut w));
-        d.publish_replica(1, 12);
+        d.publish_replica(1, 12, Some(12));
         assert!(!ready(&mut w));
-        d.publish_replica(2, 9);
+        d.publish_replica(2, 10, Some(9));
         assert!(!ready(&mut w));
-        d.publish_replica(2, 10);
+        d.publish_replica(2, 10, Some(10));
         assert!(ready(&mut w));
     }
 
@@ -147,15 +198,15 @@ mod tests {
     fn acknowledgements_of_a_replica_that_left_no_longer_count() {
         let d = Durability::default();
         d.publish_local(5);
-        d.publish_replica(7, 5);
-        assert_eq!(d.replicas_at(5), 1);
+        d.publish_replica(7, 5, Some(5));
+        assert_eq!(d.replicas_at(5, Counted::Fsynced), 1);
         d.replica_gone(7);
-        assert_eq!(d.replicas_at(5), 0);
-        let mut w = pin!(d.wait(Need { lsn: 5, replicas: 1 }));
+        assert_eq!(d.replicas_at(5, Counted::Fsynced), 0);
+        let mut w = pin!(d.wait(Need::durable(5, 1)));
         assert!(!ready(&mut w));
-        d.publish_replica(8, 4);
-        d.publish_replica(8, 3); // late, older: ignored
-        assert_eq!(d.replicas_at(4), 1);
+        d.publish_replica(8, 4, Some(4));
+        d.publish_replica(8, 3, Some(3)); // late, older: ignored
+        assert_eq!(d.replicas_at(4, Counted::Fsynced), 1);
         assert!(!ready(&mut w));
     }
 
@@ -163,11 +214,26 @@ mod tests {
     fn local_only_needs_ignore_replicas() {
         let d = Durability::default();
         d.publish_local(3);
-        let mut w = pin!(d.wait(Need { lsn: 3, replicas: 0 }));
+        let mut w = pin!(d.wait(Need::local(3)));
         assert!(ready(&mut w));
-        let mut later = pin!(d.wait(Need { lsn: 4, replicas: 0 }));
+        let mut later = pin!(d.wait(Need::local(4)));
         assert!(!ready(&mut later));
         d.publish_local(4);
         assert!(ready(&mut later));
+    }
+
+    #[test]
+    fn wait_counts_received_and_waitaof_counts_only_replicas_with_appendonly() {
+        let d = Durability::default();
+        let mut wait = pin!(d.wait(Need { lsn: 6, local: false, replicas: 2, counted: Counted::Received }));
+        let mut waitaof = pin!(d.wait(Need { lsn: 6, local: false, replicas: 1, counted: Counted::Fsynced }));
+        d.publish_replica(1, 6, None); // no appendonly: received counts, its fsyncs never do
+        assert!(!ready(&mut wait) && !ready(&mut waitaof));
+        d.publish_replica(2, 6, Some(5));
+        assert!(ready(&mut wait), "two replicas received LSN 6; nothing local was needed");
+        assert!(!ready(&mut waitaof));
+        assert_eq!(d.replicas_at(6, Counted::Fsynced), 0);
+        d.publish_replica(2, 7, Some(6));
+        assert!(ready(&mut waitaof));
     }
 }

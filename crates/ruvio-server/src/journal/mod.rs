@@ -23,7 +23,7 @@ use parking_lot::Mutex;
 use crate::persistence::format::{encode_command, encode_record, RecordKind, RECORD_HEADER_LEN};
 use crate::store::Store;
 
-pub use durability::{Durability, Need};
+pub use durability::{Counted, Durability, Need};
 
 /// The open segment is sealed once it holds this much, so the backlog can drop old records in pieces even when
 /// no consumer reads (a node whose replicas are all away).

@@ -226,7 +226,7 @@ impl Aof {
         }
         // Whoever committed `lsn`, this worker commits the group when it next goes idle.
         self.kick_pending.store(true, Ordering::Release);
-        durability.wait(crate::journal::Need { lsn, replicas: 0 }).await;
+        durability.wait(crate::journal::Need::local(lsn)).await;
     }
 
     pub fn has_error(&self) -> bool {

@@ -25,7 +25,7 @@ pub fn wait(shared: &Arc<Shared>, db: usize, lsn: u64, replicas: usize, args: &[
     let (tx, rx) = tokio::sync::oneshot::channel();
     let shared = shared.clone();
     tokio::spawn(async move {
-        let need = Need { lsn, replicas };
+        let need = Need::durable(lsn, replicas);
         let met = tokio::time::timeout(Duration::from_millis(timeout_ms), shared.journal.durability.wait(need)).await.is_ok();
         let answer = match (met, grant) {
             (true, _) => reply,

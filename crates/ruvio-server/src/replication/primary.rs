@@ -65,7 +65,7 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
         None => full_sync(shared, &mut wr, id, &replid, epoch).await?,
     };
     shared.replication.update_downstream(id, |d| d.state = "online");
-    let result = stream_records(shared, &mut rd, &mut wr, cursor, id, generation).await;
+    let result = stream_records(shared, &mut rd, &mut wr, cursor, id, generation, req.aof).await;
     shared.journal.unsubscribe(cursor);
     result
 }
@@ -109,6 +109,7 @@ async fn stream_records(
     cursor: ConsumerId,
     id: u64,
     generation: u64,
+    aof: bool,
 ) -> Result<(), String> {
     let mut shutdown = shared.shutdown.subscribe();
     let mut inbuf = BytesMut::with_capacity(1024);
@@ -143,7 +144,7 @@ async fn stream_records(
                             d.fsynced = d.fsynced.max(fsynced);
                             d.last_ack = Instant::now();
                         });
-                        shared.journal.durability.publish_replica(id, fsynced);
+                        shared.journal.durability.publish_replica(id, received, aof.then_some(fsynced));
                     }
                 }
             }

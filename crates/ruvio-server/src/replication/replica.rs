@@ -246,7 +246,7 @@ async fn apply_stream(
             sent = (received, fsynced);
             sent_at = Instant::now();
         }
-        let need = crate::journal::Need { lsn: received, replicas: 0 };
+        let need = crate::journal::Need::local(received);
         tokio::select! {
             read = rd.read_buf(&mut buf) => {
                 match read {
