@@ -300,6 +300,11 @@ pub fn find_param(name: &str) -> Option<&'static Param> {
 }
 
 impl Config {
+    /// When a packed hash becomes a table (`hash-max-listpack-entries`, `hash-max-listpack-value`).
+    pub fn hash_limits(&self) -> crate::keyspace::hash::Limits {
+        crate::keyspace::hash::Limits { max_entries: self.hash_max_listpack_entries, max_value: self.hash_max_listpack_value }
+    }
+
     /// Applies one `name value` directive (from a file, a flag or CONFIG SET).
     pub fn apply(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
         let p = find_param(name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;

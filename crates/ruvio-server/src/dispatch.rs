@@ -102,7 +102,7 @@ fn execute_resolved<'g>(
             if let Some(reason) = shared.aof.write_error() {
                 return refuse(caller, client, misconf(&reason));
             }
-            if !crate::persistence::format::command_record_fits(args) {
+            if !crate::journal::format::command_record_fits(args) {
                 // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
                 return refuse(caller, client, Value::error(ERR_RECORD_TOO_LARGE));
             }
@@ -178,5 +178,52 @@ impl Replayer {
     /// was one.
     pub fn abandon_transaction(&mut self) -> bool {
         self.client.multi.take().is_some()
+    }
+}
+
+/// The start-up loader's way into the execution path: runs the log's records as [`Caller::Replay`] under the
+/// store lock, let go every [`LoadReplay::RECORDS_PER_LOCK`] records so INFO and friends can run while loading.
+pub struct LoadReplay<'s> {
+    shared: &'s Arc<Shared>,
+    replayer: Replayer,
+    guard: Option<MutexGuard<'s, Store>>,
+    since_lock: u64,
+}
+
+impl<'s> LoadReplay<'s> {
+    const RECORDS_PER_LOCK: u64 = 4096;
+
+    pub fn new(shared: &'s Arc<Shared>) -> Self {
+        LoadReplay { shared, replayer: Replayer::new(), guard: None, since_lock: 0 }
+    }
+}
+
+impl crate::persistence::loader::Replay for LoadReplay<'_> {
+    fn apply(&mut self, db: usize, args: &[Bytes], wall_ms: i64) -> Result<Option<String>, String> {
+        let shared = self.shared;
+        let store = self.guard.get_or_insert_with(|| shared.store.lock());
+        if db >= store.dbs.len() {
+            return Err(format!("database {db} does not exist"));
+        }
+        let text = |v: Value| String::from_utf8_lossy(v.as_bytes().unwrap_or(b"error")).into_owned();
+        let reply = self.replayer.try_apply(shared, &mut self.guard, db, args, wall_ms).map_err(text)?;
+        if let Some(store) = self.guard.as_mut() {
+            // These effects are already in the log being read.
+            store.log.clear();
+        }
+        self.since_lock += 1;
+        if self.since_lock == Self::RECORDS_PER_LOCK {
+            self.since_lock = 0;
+            self.guard = None;
+        }
+        Ok(reply.is_error().then(|| text(reply)))
+    }
+
+    fn abandon_transaction(&mut self) -> bool {
+        self.replayer.abandon_transaction()
+    }
+
+    fn finish(&mut self) {
+        self.guard = None;
     }
 }

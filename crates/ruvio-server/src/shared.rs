@@ -137,3 +137,24 @@ impl Shared {
         *self.shutdown.borrow()
     }
 }
+
+impl crate::persistence::Host for Shared {
+    fn store(&self) -> &Mutex<Store> {
+        &self.store
+    }
+    fn config(&self) -> &RwLock<Config> {
+        &self.config
+    }
+    fn journal(&self) -> &crate::journal::Journal {
+        &self.journal
+    }
+    fn aof(&self) -> &crate::persistence::Aof {
+        &self.aof
+    }
+    fn commit_log(&self, store: &mut Store) -> u64 {
+        Shared::commit_log(self, store)
+    }
+    fn relog_functions(&self, store: &mut Store) {
+        self.scripts.relog_functions(store)
+    }
+}

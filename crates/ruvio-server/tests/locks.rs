@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use ruvio_protocol::{decode_value, encode_command, DecodeLimits, Value};
-use ruvio_server::persistence::format::{decode_command, RECORD_HEADER_LEN};
+use ruvio_server::journal::format::{decode_command, RECORD_HEADER_LEN};
 use ruvio_server::{Config, Shared};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -11,7 +11,6 @@ use ruvio_protocol::{Protocol, Value};
 
 use super::flags::*;
 use super::{eq_ic, float_arg, int_arg, parse_f64, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
-use crate::config::Config;
 use crate::context::Ctx;
 use crate::errors::*;
 use crate::keyspace::glob::glob_match;
@@ -43,15 +42,10 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("hscan", -3, READONLY, "Iterates over fields and values of a hash.", hscan),
 ];
 
-/// The encoding limits from the configuration (`hash-max-listpack-entries`, `hash-max-listpack-value`).
-pub fn limits(c: &Config) -> Limits {
-    Limits { max_entries: c.hash_max_listpack_entries, max_value: c.hash_max_listpack_value }
-}
-
 /// Read before the store lock is taken (CONFIG SET never waits for the store under the config lock, but keep the
 /// two apart anyway).
 fn ctx_limits(ctx: &Ctx) -> Limits {
-    limits(&ctx.shared.config.read())
+    ctx.shared.config.read().hash_limits()
 }
 
 /// The hash at `key`: `Ok(None)` if missing, WRONGTYPE if the key holds something else.

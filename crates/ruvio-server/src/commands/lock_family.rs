@@ -14,7 +14,7 @@ use ruvio_protocol::lock_args::{self, LockArgError, LockCommand};
 use super::{eq_ic, int_arg, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
 use crate::context::{Block, Ctx};
 use crate::locks::engine::{self, LockError};
-use crate::locks::{records, Want};
+use crate::locks::{replay, Want};
 use crate::shared::Shared;
 use crate::store::Store;
 
@@ -160,7 +160,7 @@ fn lockinfo(ctx: &mut Ctx) -> Value {
     ])
 }
 
-// ----- internal records (see crate::locks::records); replayed by persistence, streamed to replicas -----
+// ----- internal records (see crate::locks::records, applied by crate::locks::replay); replayed by persistence, streamed to replicas -----
 
 fn wall_arg(b: &[u8]) -> Result<i64, Value> {
     match parse_i64(b) {
@@ -191,7 +191,7 @@ fn lockset(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     let (db, now) = (ctx.client.db, ctx.now);
-    records::apply_lockset(ctx.store(), db, &args[1], want, token, wall, now);
+    replay::apply_lockset(ctx.store(), db, &args[1], want, token, wall, now);
     Value::ok()
 }
 
@@ -203,7 +203,7 @@ fn lockdrop(ctx: &mut Ctx) -> Value {
         Err(e) => return e.into(),
     };
     let (db, now) = (ctx.client.db, ctx.now);
-    records::apply_lockdrop(ctx.store(), db, &args[1], token, now);
+    replay::apply_lockdrop(ctx.store(), db, &args[1], token, now);
     Value::ok()
 }
 
@@ -215,6 +215,6 @@ fn fenceset(ctx: &mut Ctx) -> Value {
         (Err(e), _) | (_, Err(e)) => return e,
     };
     let (db, now) = (ctx.client.db, ctx.now);
-    records::apply_fenceset(ctx.store(), db, &args[1], token, &args[3], wall, now);
+    replay::apply_fenceset(ctx.store(), db, &args[1], token, &args[3], wall, now);
     Value::ok()
 }

@@ -2,7 +2,7 @@
 //!
 //! Commands stage their records in `Store::log` while they hold the store lock; [`Journal::commit`] (also under
 //! the store lock, so LSN order is execution order) numbers them and encodes each one once, in the framing of the
-//! log file (`persistence::format`: length, CRC, LSN, wall time, db), into the **backlog**. Consumers read the
+//! log file (`journal::format`: length, CRC, LSN, wall time, db), into the **backlog**. Consumers read the
 //! backlog from their own cursors and never see each other: persistence writes the bytes to the append-only file,
 //! a replication link sends the same bytes to a replica. A consumer that *holds* records (persistence) keeps
 //! them until it has read them; otherwise the backlog keeps the newest `repl-backlog-size` bytes, and a consumer
@@ -13,6 +13,7 @@
 //! fsync acknowledgements of replicas; a connection that needs a write durable waits for both.
 
 mod durability;
+pub mod format;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -20,7 +21,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use crate::persistence::format::{encode_command, encode_record, RecordKind, RECORD_HEADER_LEN};
+use format::{encode_command, encode_record, RecordKind, RECORD_HEADER_LEN};
 use crate::store::Store;
 
 pub use durability::{Counted, Durability, Need};
@@ -320,7 +321,7 @@ fn skip_to(seg: &Segment, from: u64) -> Segment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::persistence::format::RecordReader;
+    use crate::journal::format::RecordReader;
 
     fn commit(j: &Journal, store: &mut Store, n: usize, size: usize) -> u64 {
         for i in 0..n {
@@ -339,8 +340,8 @@ mod tests {
     fn lsns(segs: &[Segment]) -> Vec<u64> {
         let mut out = Vec::new();
         for seg in segs {
-            let mut file = crate::persistence::format::FileHeader {
-                kind: crate::persistence::format::FileKind::Log,
+            let mut file = crate::journal::format::FileHeader {
+                kind: crate::journal::format::FileKind::Log,
                 lsn: seg.first_lsn,
                 created_wall_ms: 0,
             }

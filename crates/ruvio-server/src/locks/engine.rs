@@ -282,7 +282,7 @@ pub fn serve_pending(store: &mut Store, now: u64) {
 
 /// Runs after every command, once its write is in the log: grants to waiters the command made room for. True when
 /// the command set a deadline earlier than any other, so the lock timer must be woken (the caller owns the task:
-/// see [`crate::shared::Shared::after_command`]).
+/// see `Shared::after_command`).
 pub fn after_command(store: &mut Store, now: u64) -> bool {
     if !store.locks.pending.is_empty() {
         serve_pending(store, now);

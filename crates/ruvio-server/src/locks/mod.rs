@@ -9,6 +9,7 @@ pub mod tokens;
 
 pub mod engine;
 pub mod records;
+pub mod replay;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 

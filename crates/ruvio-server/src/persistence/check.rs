@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::format::{decode_command, open_reader, FileKind, ReadError, RecordKind};
+use crate::journal::format::{decode_command, open_reader, FileKind, ReadError, RecordKind};
 use super::manifest::Manifest;
 
 /// What checking one file found.

@@ -8,7 +8,7 @@
 //! (keys are unique within a snapshot, so a record for a key that already holds a hash continues it), then the
 //! encoding follows the limits in force at load (`hash-max-listpack-*`), as Redis re-encodes what it loads.
 
-use super::format::{encode_record, put_bytes, Cursor, RecordKind};
+use crate::journal::format::{encode_record, put_bytes, Cursor, RecordKind};
 use crate::keyspace::hash::Limits;
 use crate::keyspace::{Data, Db, Entry, HashValue};
 
@@ -82,7 +82,7 @@ pub fn merge(db: &mut Db, key: &[u8], entry: &mut Entry, limits: &Limits) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::persistence::format::RecordReader;
+    use crate::journal::format::RecordReader;
 
     #[test]
     fn a_large_hash_is_split_into_bounded_records_and_loads_back() {
@@ -92,7 +92,7 @@ mod tests {
         for i in 0..5000 {
             h.set(format!("field:{i}").as_bytes(), &value, &limits);
         }
-        let mut buf = crate::persistence::format::FileHeader { kind: crate::persistence::format::FileKind::Snapshot, lsn: 1, created_wall_ms: 1 }.encode().to_vec();
+        let mut buf = crate::journal::format::FileHeader { kind: crate::journal::format::FileKind::Snapshot, lsn: 1, created_wall_ms: 1 }.encode().to_vec();
         encode(&mut buf, 1, 1, 0, b"big", 0, &h);
         let len = buf.len() as u64;
         let mut r = RecordReader::new(&buf[..], len).unwrap();
@@ -116,7 +116,7 @@ mod tests {
         small.set(b"a", b"1", &limits);
         let mut buf = Vec::new();
         encode(&mut buf, 1, 1, 0, b"small", 42, &small);
-        let (key, mut entry) = crate::persistence::loader::decode_key(&buf[crate::persistence::format::RECORD_HEADER_LEN..]).unwrap();
+        let (key, mut entry) = crate::persistence::loader::decode_key(&buf[crate::journal::format::RECORD_HEADER_LEN..]).unwrap();
         assert!(!merge(&mut db, key, &mut entry, &limits));
         let Data::Hash(h) = &entry.data else { panic!() };
         assert_eq!((h.encoding(), h.get(b"a")), ("listpack", Some(&b"1"[..])));

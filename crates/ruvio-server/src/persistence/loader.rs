@@ -1,6 +1,7 @@
-//! Start-up loading: the snapshot named by the manifest, then each log file, replayed through the normal command
-//! dispatcher so every command (including the lock engine's internal records) means the same at replay as when it
-//! ran.
+//! Start-up loading: the snapshot named by the manifest, then each log file, whose records the loader checks and
+//! hands to a [`Replay`]: the server's own execution path (`dispatch::LoadReplay`), so every command (including the
+//! lock engine's internal records) means the same at replay as when it ran. Persistence reads files; what a
+//! command means is not its business.
 //!
 //! Replay runs each record at the time it originally ran (the record's wall-clock time mapped to the monotonic
 //! clock, `ctx.now`), so anything a handler decides by time (a holder that had expired, a deadline) comes out as it
@@ -12,20 +13,28 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
+use bytes::Bytes;
 use parking_lot::MutexGuard;
 
-use super::format::{decode_command, open_reader, Cursor, FileKind, ReadError, Record, RecordKind};
 use super::manifest::{self, Manifest};
-use crate::dispatch::Replayer;
+use super::Host;
+use crate::journal::format::{decode_command, open_reader, Cursor, FileKind, ReadError, Record, RecordKind};
 use crate::keyspace::{CompactBytes, Data, Entry};
 use crate::keyspace::{Holder, Lease, Semaphore};
-use crate::shared::Shared;
-use crate::store::Store;
 
-/// The store lock is released this often during a replay so INFO and friends can run while loading.
-const RECORDS_PER_LOCK: u64 = 4096;
+/// Runs the log's commands while loading (implemented by the execution path, `dispatch::LoadReplay`).
+pub trait Replay {
+    /// Runs `args` on database `db` as at `wall_ms` (the Unix ms it was logged at). `Err`: the record cannot run
+    /// here at all (an unknown command, a wrong arity, no such database: a damaged or foreign log);
+    /// `Ok(Some(reply))`: the command answered this error.
+    fn apply(&mut self, db: usize, args: &[Bytes], wall_ms: i64) -> Result<Option<String>, String>;
+    /// Drops a transaction the records opened but never ended (a log cut inside MULTI ... EXEC); true if there
+    /// was one.
+    fn abandon_transaction(&mut self) -> bool;
+    /// The last record of the data set ran: let go of the store.
+    fn finish(&mut self);
+}
 
 pub struct Loaded {
     pub manifest: Manifest,
@@ -42,9 +51,9 @@ fn at(path: &Path, e: &ReadError) -> String {
     format!("{} at offset {}: {}", path.display(), e.offset(), e.reason())
 }
 
-pub fn load(shared: &Arc<Shared>) -> Result<Loaded, String> {
+pub fn load(host: &impl Host, replay: &mut dyn Replay) -> Result<Loaded, String> {
     let (dir, name, load_truncated) = {
-        let c = shared.config.read();
+        let c = host.config().read();
         (c.dir.clone(), c.appendfilename.clone(), c.aof_load_truncated)
     };
     let mpath = manifest::path(&dir, &name);
@@ -68,12 +77,12 @@ pub fn load(shared: &Arc<Shared>) -> Result<Loaded, String> {
     let mut expected_lsn: Option<u64> = None;
     if let Some(base) = &m.base {
         let path = dir.join(base);
-        let (lsn, keys, size) = load_snapshot(shared, &path)?;
+        let (lsn, keys, size) = load_snapshot(host, &path)?;
         expected_lsn = Some(lsn + 1);
         out.keys = keys;
         out.total_size += size;
     }
-    let mut replay = Replay::new(shared);
+    let mut replay = LogFiles { replay, records: 0, failed: 0 };
     for (i, incr) in m.incrs.iter().enumerate() {
         let path = dir.join(incr);
         let last = i + 1 == m.incrs.len();
@@ -87,20 +96,20 @@ pub fn load(shared: &Arc<Shared>) -> Result<Loaded, String> {
     replay.finish();
     out.records = replay.records;
     out.next_lsn = expected_lsn.unwrap_or(1);
-    shared.aof.stats.loaded_records.store(out.records, Ordering::Relaxed);
+    host.aof().stats.loaded_records.store(out.records, Ordering::Relaxed);
     Ok(out)
 }
 
 /// Loads a snapshot file directly into the store. Returns (its LSN, keys, file size).
-pub(crate) fn load_snapshot(shared: &Arc<Shared>, path: &Path) -> Result<(u64, u64, u64), String> {
+pub(crate) fn load_snapshot(host: &impl Host, path: &Path) -> Result<(u64, u64, u64), String> {
     let mut r = open_reader(path).map_err(|e| format!("opening {}: {e}", path.display()))?.map_err(|e| at(path, &e))?;
     if r.header.kind != FileKind::Snapshot {
         return Err(format!("{} is not a snapshot file", path.display()));
     }
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     let mut keys = 0;
-    let hash_limits = crate::commands::hash_family::limits(&shared.config.read());
-    let mut store = shared.store.lock();
+    let hash_limits = host.config().read().hash_limits();
+    let mut store = host.store().lock();
     let databases = store.dbs.len();
     let mut ended = false;
     let mut spare = Vec::new();
@@ -202,20 +211,14 @@ pub fn decode_key(p: &[u8]) -> Result<(&[u8], Entry), String> {
     Ok((key, Entry { data, expire_at }))
 }
 
-/// Replays log records through the dispatcher as a pseudo-client.
-struct Replay<'s> {
-    shared: &'s Arc<Shared>,
-    replayer: Replayer,
-    guard: Option<MutexGuard<'s, Store>>,
+/// Reads log files and hands their records to the [`Replay`] in order.
+struct LogFiles<'r> {
+    replay: &'r mut dyn Replay,
     records: u64,
     failed: u64,
 }
 
-impl<'s> Replay<'s> {
-    fn new(shared: &'s Arc<Shared>) -> Self {
-        Replay { shared, replayer: Replayer::new(), guard: None, records: 0, failed: 0 }
-    }
-
+impl LogFiles<'_> {
     /// Replays one log file; returns (the LSN after its last record, its length after trimming).
     fn file(&mut self, path: &Path, expected: Option<u64>, last: bool, load_truncated: bool) -> Result<(u64, u64), String> {
         let mut r = open_reader(path).map_err(|e| format!("opening {}: {e}", path.display()))?.map_err(|e| format!("{}: {}", at(path, &e), "the log file header is damaged"))?;
@@ -253,7 +256,7 @@ impl<'s> Replay<'s> {
                 }
             }
         }
-        if self.replayer.abandon_transaction() {
+        if self.replay.abandon_transaction() {
             tracing::warn!("Revert incomplete MULTI/EXEC transaction in the append-only log {}", path.display());
         }
         Ok((next, r.offset))
@@ -264,36 +267,16 @@ impl<'s> Replay<'s> {
             return Err(format!("{} at offset {}: a snapshot record inside a log file", path.display(), rec.offset));
         }
         let args = decode_command(&rec.payload).map_err(|e| format!("{} at offset {}: {e}", path.display(), rec.offset))?;
-        let shared: &'s Arc<Shared> = self.shared;
-        if self.guard.is_none() {
-            self.guard = Some(shared.store.lock());
-        }
-        if rec.db as usize >= self.guard.as_ref().map_or(0, |g| g.dbs.len()) {
-            return Err(format!("{} at offset {}: database {} does not exist", path.display(), rec.offset, rec.db));
-        }
-        let reply = self.replayer.try_apply(shared, &mut self.guard, rec.db as usize, &args, rec.wall_ms).map_err(|e| {
-            format!(
-                "{} at offset {}: cannot replay '{}': {}",
-                path.display(),
-                rec.offset,
-                String::from_utf8_lossy(&args[0]),
-                String::from_utf8_lossy(e.as_bytes().unwrap_or(b"error"))
-            )
+        let reply = self.replay.apply(rec.db as usize, &args, rec.wall_ms).map_err(|e| {
+            format!("{} at offset {}: cannot replay '{}': {e}", path.display(), rec.offset, String::from_utf8_lossy(&args[0]))
         })?;
-        if let Some(store) = self.guard.as_mut() {
-            // These effects are already in the log being read.
-            store.log.clear();
-        }
-        if reply.is_error() {
+        if let Some(error) = reply {
             self.failed += 1;
             if self.failed <= 10 {
-                tracing::warn!("replaying {} at offset {}: {} answered {:?}", path.display(), rec.offset, String::from_utf8_lossy(&args[0]), reply);
+                tracing::warn!("replaying {} at offset {}: {} answered {error}", path.display(), rec.offset, String::from_utf8_lossy(&args[0]));
             }
         }
         self.records += 1;
-        if self.records % RECORDS_PER_LOCK == 0 {
-            self.guard = None;
-        }
         Ok(())
     }
 
@@ -301,6 +284,6 @@ impl<'s> Replay<'s> {
         if self.failed > 0 {
             tracing::warn!("{} replayed commands answered an error", self.failed);
         }
-        self.guard = None;
+        self.replay.finish();
     }
 }

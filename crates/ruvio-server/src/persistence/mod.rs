@@ -1,6 +1,7 @@
 //! Durability: the append-only log, snapshots (compaction), start-up loading and the token reservation.
 //!
-//! - [`format`]: file header and record framing (length + CRC32). [`manifest`]: which files make up the data.
+//! - The files hold the journal's records (`crate::journal::format`: header, framing with length + CRC32);
+//!   [`manifest`]: which files make up the data.
 //! - Persistence is one consumer of the journal (`crate::journal`, which numbers the records and keeps the
 //!   backlog): [`writer`] reads the journal's records from its own cursor, writes and fsyncs them per
 //!   `appendfsync` and publishes the last fsynced LSN to the journal's durability tracking, which connections wait
@@ -8,10 +9,12 @@
 //! - [`loader`]: snapshot + log replay at start-up; [`rewrite`]: compaction without stalling clients;
 //!   [`check`]: `ruvio check-aof`; [`tokens`]: the fsynced token reservation.
 //!
+//! Persistence does not know the server: it reaches the store, the configuration and the journal through [`Host`]
+//! (implemented by `Shared`, which owns the [`Aof`]), and the loader runs commands through a [`loader::Replay`].
+//!
 //! docs/persistence.md describes the files, the guarantees and the failure handling.
 
 pub mod check;
-pub mod format;
 pub mod hash_records;
 pub mod loader;
 pub mod manifest;
@@ -24,9 +27,46 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::shared::Shared;
+use crate::config::Config;
+use crate::journal::Journal;
+use crate::store::Store;
+
+/// What persistence needs of the server that owns it (`Shared` implements it).
+pub trait Host: Send + Sync + 'static {
+    fn store(&self) -> &Mutex<Store>;
+    fn config(&self) -> &RwLock<Config>;
+    fn journal(&self) -> &Journal;
+    fn aof(&self) -> &Aof;
+    /// Numbers what `store` staged in the journal (under the store lock, so LSN order is execution order);
+    /// returns the last LSN.
+    fn commit_log(&self, store: &mut Store) -> u64;
+    /// Stages the function libraries as records: a snapshot carries them.
+    fn relog_functions(&self, store: &mut Store);
+}
+
+impl<T: Host> Host for Arc<T> {
+    fn store(&self) -> &Mutex<Store> {
+        (**self).store()
+    }
+    fn config(&self) -> &RwLock<Config> {
+        (**self).config()
+    }
+    fn journal(&self) -> &Journal {
+        (**self).journal()
+    }
+    fn aof(&self) -> &Aof {
+        (**self).aof()
+    }
+    fn commit_log(&self, store: &mut Store) -> u64 {
+        (**self).commit_log(store)
+    }
+    fn relog_functions(&self, store: &mut Store) {
+        (**self).relog_functions(store)
+    }
+}
+
 
 /// How many times in a row an I/O worker polls its sockets once more before it commits a group (`before_park`).
 const EXTRA_POLLS: u32 = 8;
@@ -65,7 +105,7 @@ pub struct PersistStats {
     pub load_time_ms: AtomicU64,
 }
 
-/// The persistence handle in [`Shared`]: the queue between the store and the writer thread, durability progress
+/// The persistence handle (in `Shared`): the queue between the store and the writer thread, durability progress
 /// and status.
 pub struct Aof {
     enabled: AtomicBool,
@@ -178,7 +218,7 @@ impl Aof {
     /// so clients that never stop writing cannot hold a group back. (Polling without sleeping when a park
     /// hook leaves work is what tokio 1.54, the workspace's minimum, does; a tokio without it would run the empty
     /// task and come back here with nothing new, so the worker would just commit one park later.)
-    pub fn before_park(&self, shared: &Shared) {
+    pub fn before_park(&self, host: &impl Host) {
         thread_local! {
             /// `assigned` when this worker last came here, and how many extra polls it made since its last commit.
             static SEEN: std::cell::Cell<(u64, u32)> = const { std::cell::Cell::new((0, 0)) };
@@ -186,7 +226,7 @@ impl Aof {
         if !self.kick_pending.load(Ordering::Relaxed) {
             return;
         }
-        let assigned = shared.journal.last_lsn();
+        let assigned = host.journal().last_lsn();
         let (seen, polls) = SEEN.get();
         if seen != assigned && polls < EXTRA_POLLS {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
@@ -200,7 +240,7 @@ impl Aof {
             return;
         }
         match self.log_writer.lock().as_mut() {
-            Some(w) => w.commit_turn(shared),
+            Some(w) => w.commit_turn(host),
             None => self.wake_writer(),
         }
     }
@@ -208,19 +248,19 @@ impl Aof {
     /// Under `appendfsync always`, the LSN a batch must see fsynced before its replies leave: `lsn`, the last one
     /// committed when the batch ended, whether the batch wrote it or only may have seen it (unless the disk is
     /// failing: reads go on then).
-    pub fn durability_target(&self, shared: &Shared, lsn: u64, wrote: bool) -> Option<u64> {
-        if !self.enabled() || shared.config.read().appendfsync != crate::config::AppendFsync::Always {
+    pub fn durability_target(&self, host: &impl Host, lsn: u64, wrote: bool) -> Option<u64> {
+        if !self.enabled() || host.config().read().appendfsync != crate::config::AppendFsync::Always {
             return None;
         }
-        if lsn <= shared.journal.durability.local() || (!wrote && self.has_error()) {
+        if lsn <= host.journal().durability.local() || (!wrote && self.has_error()) {
             return None;
         }
         Some(lsn)
     }
 
     /// Waits until `lsn` is fsynced here.
-    pub async fn wait_synced(&self, shared: &Shared, lsn: u64) {
-        let durability = &shared.journal.durability;
+    pub async fn wait_synced(&self, host: &impl Host, lsn: u64) {
+        let durability = &host.journal().durability;
         if durability.local() >= lsn {
             return;
         }
@@ -255,8 +295,8 @@ impl Aof {
     }
 
     /// Stops the writer after it wrote and fsynced everything committed so far (graceful shutdown).
-    pub fn shutdown(&self, shared: &Shared) {
-        shared.commit_log(&mut shared.store.lock());
+    pub fn shutdown(&self, host: &impl Host) {
+        host.commit_log(&mut host.store().lock());
         self.shutdown.store(true, Ordering::Release);
         self.wake_writer();
         let runtime = self.runtime.lock().take();
@@ -273,12 +313,12 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Start-up, first half: loads the data set (clients get `-LOADING` meanwhile if it takes a while). An error means
 /// the server must not start.
-pub fn load(shared: &Arc<Shared>) -> Result<loader::Loaded, String> {
+pub fn load(host: &impl Host, replay: &mut dyn loader::Replay) -> Result<loader::Loaded, String> {
     let started = std::time::Instant::now();
-    shared.aof.stats.loading_start_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
-    let loaded = loader::load(shared)?;
+    host.aof().stats.loading_start_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
+    let loaded = loader::load(host, replay)?;
     let elapsed = started.elapsed();
-    shared.aof.stats.load_time_ms.store(elapsed.as_millis() as u64, Ordering::Relaxed);
+    host.aof().stats.load_time_ms.store(elapsed.as_millis() as u64, Ordering::Relaxed);
     if loaded.records > 0 || loaded.keys > 0 {
         tracing::info!(
             "DB loaded from disk: {} keys from the snapshot, {} log records, in {:.3} seconds",
@@ -292,18 +332,18 @@ pub fn load(shared: &Arc<Shared>) -> Result<loader::Loaded, String> {
 
 /// Start-up, second half: the token reservation and the log writer (fsyncs, but no loading). Then removes what
 /// expired while the server was down.
-pub fn open(shared: &Arc<Shared>, loaded: loader::Loaded) -> Result<(), String> {
-    let dir = shared.config.read().dir.clone();
+pub fn open(host: &Arc<impl Host>, loaded: loader::Loaded) -> Result<(), String> {
+    let dir = host.config().read().dir.clone();
     let reservation = {
-        let mut store = shared.store.lock();
+        let mut store = host.store().lock();
         tokens::start(&dir, &mut store.locks.tokens, crate::clock::wall_ms())?
     };
-    shared.aof.stats.lastsave.store(crate::clock::wall_ms() / 1000, Ordering::Relaxed);
-    writer::start(shared, loaded, reservation)?;
+    host.aof().stats.lastsave.store(crate::clock::wall_ms() / 1000, Ordering::Relaxed);
+    writer::start(host, loaded, reservation)?;
     // What expired while the server was down goes now, and is logged as DELs like any expiry.
     let now = crate::clock::mono_ms();
-    let replica = !shared.config.read().replicaof.is_empty();
-    let mut store = shared.store.lock();
+    let replica = !host.config().read().replicaof.is_empty();
+    let mut store = host.store().lock();
     store.set_now(now);
     let mut removed = 0;
     // A replica never expires keys on its own (the primary's DELs do): DELs logged here would also be records its
@@ -315,7 +355,7 @@ pub fn open(shared: &Arc<Shared>, loaded: loader::Loaded) -> Result<(), String> 
         }
     }
     store.settle_expired();
-    shared.commit_log(&mut store);
+    host.commit_log(&mut store);
     if removed > 0 {
         tracing::info!("{removed} keys had expired while the server was down; removed");
     }

@@ -20,20 +20,20 @@ use std::time::{Duration, Instant};
 
 use ruvio_protocol::Value;
 
-use super::format::{encode_record, put_bytes, FileHeader, FileKind, RecordKind};
+use crate::journal::format::{encode_record, put_bytes, FileHeader, FileKind, RecordKind};
 use super::manifest;
 use crate::keyspace::{Data, Entry, SEGMENTS};
-use crate::shared::Shared;
+use super::Host;
 
 const SEGMENTS_PER_CHUNK: usize = 4;
 
 /// Starts a background rewrite. `Err` if one is already running.
-pub fn start(shared: &Arc<Shared>) -> Result<(), &'static str> {
-    if shared.aof.stats.rewrite_in_progress.swap(true, Ordering::AcqRel) {
+pub fn start(host: &Arc<impl Host>) -> Result<(), &'static str> {
+    if host.aof().stats.rewrite_in_progress.swap(true, Ordering::AcqRel) {
         return Err("in progress");
     }
-    shared.aof.stats.rewrite_started_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
-    let for_thread = shared.clone();
+    host.aof().stats.rewrite_started_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
+    let for_thread = host.clone();
     let spawned = std::thread::Builder::new().name("ruvio-rewrite".into()).spawn(move || {
         let started = Instant::now();
         let result = run(&for_thread);
@@ -41,14 +41,14 @@ pub fn start(shared: &Arc<Shared>) -> Result<(), &'static str> {
     });
     if let Err(e) = spawned {
         tracing::error!("could not start the rewrite thread: {e}");
-        shared.aof.stats.rewrite_in_progress.store(false, Ordering::Release);
+        host.aof().stats.rewrite_in_progress.store(false, Ordering::Release);
         return Err("could not start");
     }
     Ok(())
 }
 
-fn finish(shared: &Shared, started: Instant, result: Result<(), String>) {
-    let stats = &shared.aof.stats;
+fn finish(host: &impl Host, started: Instant, result: Result<(), String>) {
+    let stats = &host.aof().stats;
     stats.last_rewrite_ms.store(started.elapsed().as_millis() as i64, Ordering::Relaxed);
     let reply = match &result {
         Ok(()) => {
@@ -65,26 +65,26 @@ fn finish(shared: &Shared, started: Instant, result: Result<(), String>) {
         }
     };
     stats.rewrite_in_progress.store(false, Ordering::Release);
-    for w in std::mem::take(&mut *shared.aof.rewrite_waiters.lock()) {
+    for w in std::mem::take(&mut *host.aof().rewrite_waiters.lock()) {
         let _ = w.send(reply.clone());
     }
 }
 
-fn run(shared: &Arc<Shared>) -> Result<(), String> {
+fn run(host: &Arc<impl Host>) -> Result<(), String> {
     let (dir, name) = {
-        let c = shared.config.read();
+        let c = host.config().read();
         (c.dir.clone(), c.appendfilename.clone())
     };
-    let aof = &shared.aof;
+    let aof = &host.aof();
     let gen = aof.gen_alloc.fetch_add(1, Ordering::AcqRel) + 1;
     let enabled = aof.enabled();
     let tmp = dir.join(format!("{}.tmp", manifest::base_name(&name, gen)));
-    let (_, size) = snapshot_to(shared, &tmp, |shared, lsn| {
+    let (_, size) = snapshot_to(host, &tmp, |host, lsn| {
         if enabled {
             // The new file starts exactly after `lsn`: later records go to a segment of their own.
-            shared.journal.seal();
-            shared.aof.rotations.lock().push_back((gen, lsn + 1));
-            shared.aof.wake_writer();
+            host.journal().seal();
+            host.aof().rotations.lock().push_back((gen, lsn + 1));
+            host.aof().wake_writer();
         }
     })?;
     let base = manifest::base_name(&name, gen);
@@ -125,19 +125,19 @@ fn run(shared: &Arc<Shared>) -> Result<(), String> {
 /// compaction and a replica's full sync both use it, one at a time. `at_instant` runs under the store lock at the
 /// snapshot's instant with its LSN (compaction starts the next log file there, a replica's stream starts after it).
 /// Returns (the LSN, the file's size).
-pub(crate) fn snapshot_to(shared: &Shared, path: &std::path::Path, at_instant: impl FnOnce(&Shared, u64)) -> Result<(u64, u64), String> {
-    let _one_at_a_time = shared.aof.capture.lock();
+pub(crate) fn snapshot_to<H: Host>(host: &H, path: &std::path::Path, at_instant: impl FnOnce(&H, u64)) -> Result<(u64, u64), String> {
+    let _one_at_a_time = host.aof().capture.lock();
     let mut buf = Vec::with_capacity(1 << 20);
     let (lsn, databases) = {
-        let mut store = shared.store.lock();
-        let lsn = shared.commit_log(&mut store);
-        at_instant(shared, lsn);
+        let mut store = host.store().lock();
+        let lsn = host.commit_log(&mut store);
+        at_instant(host, lsn);
         for db in store.dbs.iter_mut() {
             db.begin_capture();
         }
         // Function libraries are not in the snapshot: they follow it as records (the new log file starts with them,
         // a replica's stream too).
-        shared.scripts.relog_functions(&mut store);
+        host.relog_functions(&mut store);
         let wall = crate::clock::wall_ms();
         let tokens = &store.locks.tokens;
         encode_record(&mut buf, lsn, wall, 0, RecordKind::Tokens, |o| {
@@ -154,9 +154,9 @@ pub(crate) fn snapshot_to(shared: &Shared, path: &std::path::Path, at_instant: i
         }
         (lsn, store.dbs.len())
     };
-    let result = write_snapshot(shared, path, lsn, databases, buf);
+    let result = write_snapshot(host, path, lsn, databases, buf);
     {
-        let mut store = shared.store.lock();
+        let mut store = host.store().lock();
         for db in store.dbs.iter_mut() {
             db.end_capture();
         }
@@ -171,19 +171,19 @@ pub(crate) fn snapshot_to(shared: &Shared, path: &std::path::Path, at_instant: i
 }
 
 /// Writes the snapshot file, one chunk of segments per store-lock acquisition. Returns its size.
-fn write_snapshot(shared: &Shared, tmp: &std::path::Path, lsn: u64, databases: usize, mut buf: Vec<u8>) -> Result<u64, String> {
+fn write_snapshot(host: &impl Host, tmp: &std::path::Path, lsn: u64, databases: usize, mut buf: Vec<u8>) -> Result<u64, String> {
     let io = |e: std::io::Error| format!("writing the snapshot {}: {e}", tmp.display());
     let mut out = BufWriter::with_capacity(1 << 20, File::create(tmp).map_err(io)?);
     out.write_all(&FileHeader { kind: FileKind::Snapshot, lsn, created_wall_ms: crate::clock::wall_ms() }.encode()).map_err(io)?;
     out.write_all(&buf).map_err(io)?;
-    let mut size = super::format::HEADER_LEN as u64 + buf.len() as u64;
+    let mut size = crate::journal::format::HEADER_LEN as u64 + buf.len() as u64;
     let mut keys = 0u64;
     for db in 0..databases {
         let mut seg = 0;
         while seg < SEGMENTS {
             buf.clear();
             {
-                let mut store = shared.store.lock();
+                let mut store = host.store().lock();
                 let d = &mut store.dbs[db];
                 if !d.capture_intact() {
                     return Err("the data set was flushed or swapped during the rewrite; it will be retried".into());

@@ -28,14 +28,14 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::format::{FileHeader, FileKind, HEADER_LEN};
+use crate::journal::format::{FileHeader, FileKind, HEADER_LEN};
 use super::loader::Loaded;
 use super::manifest::{self, Manifest};
 use super::tokens::Reservation;
 use super::{Chunk, Runtime};
 use crate::journal::ConsumerId;
 use crate::config::AppendFsync;
-use crate::shared::Shared;
+use super::Host;
 
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 /// Records that background tasks (expiry, lock timers) leave in `store.log` are picked up at least this often.
@@ -81,13 +81,13 @@ pub(crate) struct Writer {
 }
 
 /// Opens the log (the last file the loader read, or a new one) and starts the writer thread.
-pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>) -> Result<(), String> {
+pub fn start(host: &Arc<impl Host>, loaded: Loaded, reservation: Arc<Reservation>) -> Result<(), String> {
     let (dir, name, enabled) = {
-        let c = shared.config.read();
+        let c = host.config().read();
         (c.dir.clone(), c.appendfilename.clone(), c.appendonly)
     };
-    let aof = &shared.aof;
-    shared.journal.start_after(loaded.next_lsn - 1);
+    let aof = &host.aof();
+    host.journal().start_after(loaded.next_lsn - 1);
     aof.written.store(loaded.next_lsn - 1, Ordering::Release);
     let mut m = loaded.manifest.clone();
     let mut file = None;
@@ -119,9 +119,9 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
     // and listing it), so a new file never lands on an existing one.
     aof.gen_alloc.store(next_free_gen(&dir, &name, &m) - 1, Ordering::Release);
     *aof.manifest.lock() = m;
-    let cursor = shared.journal.subscribe(loaded.next_lsn, true).map_err(|e| format!("the journal refused the log writer: {e:?}"))?;
+    let cursor = host.journal().subscribe(loaded.next_lsn, true).map_err(|e| format!("the journal refused the log writer: {e:?}"))?;
     if enabled {
-        shared.store.lock().log_enabled = true;
+        host.store().lock().log_enabled = true;
     }
     aof.enabled.store(enabled, Ordering::Release);
     let w = Writer {
@@ -137,7 +137,7 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
         preallocate_failed: None,
     };
     *aof.log_writer.lock() = Some(w);
-    let for_thread = shared.clone();
+    let for_thread = host.clone();
     let handle = std::thread::Builder::new().name("ruvio-aof-writer".into()).spawn(move || run(&for_thread, &reservation)).map_err(|e| e.to_string())?;
     *aof.runtime.lock() = Some(Runtime { writer: handle });
     Ok(())
@@ -146,8 +146,8 @@ pub fn start(shared: &Arc<Shared>, loaded: Loaded, reservation: Arc<Reservation>
 /// A replica took its primary's snapshot of LSN `lsn` (`snapshot`, a file in the data folder): with the log on,
 /// it becomes the base, a new log file starts at `lsn + 1` and every older file goes; the journal continues after
 /// `lsn` either way. Done with the writer locked, so no record of the replaced history is written after it.
-pub(crate) fn install_base(shared: &Shared, snapshot: &std::path::Path, lsn: u64) -> Result<(), String> {
-    let aof = &shared.aof;
+pub(crate) fn install_base(host: &impl Host, snapshot: &std::path::Path, lsn: u64) -> Result<(), String> {
+    let aof = &host.aof();
     // Compaction replaces files too: wait for a running one to end, and keep the next from starting meanwhile.
     let deadline = Instant::now() + Duration::from_secs(120);
     while aof.stats.rewrite_in_progress.swap(true, Ordering::AcqRel) {
@@ -156,13 +156,13 @@ pub(crate) fn install_base(shared: &Shared, snapshot: &std::path::Path, lsn: u64
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let result = install_base_locked(shared, snapshot, lsn);
+    let result = install_base_locked(host, snapshot, lsn);
     aof.stats.rewrite_in_progress.store(false, Ordering::Release);
     result
 }
 
-fn install_base_locked(shared: &Shared, snapshot: &std::path::Path, lsn: u64) -> Result<(), String> {
-    let aof = &shared.aof;
+fn install_base_locked(host: &impl Host, snapshot: &std::path::Path, lsn: u64) -> Result<(), String> {
+    let aof = &host.aof();
     let mut guard = aof.log_writer.lock();
     let Some(w) = guard.as_mut() else { return Err("the log writer is not running".into()) };
     w.queue.clear();
@@ -171,7 +171,7 @@ fn install_base_locked(shared: &Shared, snapshot: &std::path::Path, lsn: u64) ->
     aof.written.store(lsn, Ordering::Release);
     if w.file.is_none() {
         let _ = std::fs::remove_file(snapshot);
-        shared.journal.reset_after(lsn, false);
+        host.journal().reset_after(lsn, false);
         return Ok(());
     }
     let io = |what: &str, e: std::io::Error| format!("{what}: {e}");
@@ -201,7 +201,7 @@ fn install_base_locked(shared: &Shared, snapshot: &std::path::Path, lsn: u64) ->
     aof.rotated_gen.store(gen, Ordering::Release);
     aof.stats.aof_base_size.store(base_size.max(1), Ordering::Relaxed);
     aof.files_changed.store(true, Ordering::Release);
-    shared.journal.reset_after(lsn, true);
+    host.journal().reset_after(lsn, true);
     Ok(())
 }
 
@@ -221,18 +221,18 @@ pub fn create_log_file(path: &std::path::Path, first_lsn: u64) -> std::io::Resul
 }
 
 /// The writer thread's loop; ends at shutdown once everything committed is written and fsynced.
-fn run(shared: &Arc<Shared>, reservation: &Reservation) {
-    let aof = &shared.aof;
+fn run(host: &Arc<impl Host>, reservation: &Reservation) {
+    let aof = &host.aof();
     let mut last_drain = Instant::now();
     let mut last_token_check = Instant::now() - TOKEN_CHECK_EVERY;
     loop {
-        let policy = shared.config.read().appendfsync;
+        let policy = host.config().read().appendfsync;
         // Under everysec/no nobody waits for the log, so commits do not wake the writer: it comes round every
         // couple of milliseconds instead, sparing a thread wake-up per write.
         aof.group_at_park.store(policy == AppendFsync::Always, Ordering::Relaxed);
         {
             let mut g = aof.wake_lock.lock();
-            let idle = shared.journal.last_lsn() <= aof.written.load(Ordering::Acquire)
+            let idle = host.journal().last_lsn() <= aof.written.load(Ordering::Acquire)
                 && aof.rotations.lock().is_empty()
                 && !aof.urgent_fsync.load(Ordering::Acquire);
             if idle && !aof.shutdown.load(Ordering::Acquire) {
@@ -249,17 +249,17 @@ fn run(shared: &Arc<Shared>, reservation: &Reservation) {
         }
         if last_drain.elapsed() >= DRAIN_EVERY {
             last_drain = Instant::now();
-            if let Some(mut store) = shared.store.try_lock() {
-                shared.commit_log(&mut store);
+            if let Some(mut store) = host.store().try_lock() {
+                host.commit_log(&mut store);
             }
         }
         if last_token_check.elapsed() >= TOKEN_CHECK_EVERY {
             last_token_check = Instant::now();
-            extend_token_reservation(shared, reservation);
+            extend_token_reservation(host, reservation);
         }
         let mut guard = aof.log_writer.lock();
         let Some(w) = guard.as_mut() else { return };
-        match w.turn(shared, policy) {
+        match w.turn(host, policy) {
             Turn::Go => {}
             Turn::Stop => return,
             Turn::Idle => {
@@ -272,9 +272,9 @@ fn run(shared: &Arc<Shared>, reservation: &Reservation) {
 
 /// Keeps the token reservation ahead of issuing, off the store lock (the lock is held only to read and to record
 /// the new end).
-fn extend_token_reservation(shared: &Shared, reservation: &Reservation) {
+fn extend_token_reservation(host: &impl Host, reservation: &Reservation) {
     let (wanted, epoch) = {
-        let store = shared.store.lock();
+        let store = host.store().lock();
         (Reservation::wanted(&store.locks.tokens, crate::clock::wall_ms()), store.locks.tokens.epoch())
     };
     // A new epoch (a promotion) is written at once, not only with the next extension.
@@ -282,7 +282,7 @@ fn extend_token_reservation(shared: &Shared, reservation: &Reservation) {
     let wanted = wanted.or((epoch > current.epoch).then_some(current.reserved_until));
     let Some(wanted) = wanted else { return };
     match reservation.extend(wanted, epoch) {
-        Ok(upto) => shared.store.lock().locks.tokens.extend_reservation(upto),
+        Ok(upto) => host.store().lock().locks.tokens.extend_reservation(upto),
         Err(e) => tracing::warn!("{e}"),
     }
 }
@@ -298,13 +298,13 @@ impl Writer {
     /// Moves the records committed since the last call from the journal into the writer's own queue, with the log
     /// rotations compaction asked for at their places. Only with the writer locked, so records are written in LSN
     /// order. Returns whether the server is shutting down.
-    fn take_pending(&mut self, shared: &Shared) -> bool {
+    fn take_pending(&mut self, host: &impl Host) -> bool {
         // Shutdown is read first: everything committed before it was set is read below.
-        let shutdown = shared.aof.shutdown.load(Ordering::Acquire);
-        let segments = shared.journal.read(self.cursor).expect("the log writer holds its records in the journal");
+        let shutdown = host.aof().shutdown.load(Ordering::Acquire);
+        let segments = host.journal().read(self.cursor).expect("the log writer holds its records in the journal");
         // Rotations are read after the records: compaction registers one (under the store lock) before any record
         // of the new file can be committed, so every record read here that belongs after it finds it listed.
-        let mut rotations = shared.aof.rotations.lock();
+        let mut rotations = host.aof().rotations.lock();
         for seg in segments {
             while let Some(&(gen, first_lsn)) = rotations.front() {
                 if first_lsn > seg.first_lsn {
@@ -316,7 +316,7 @@ impl Writer {
             self.queue.push_back(Chunk::Data { bytes: seg.bytes, last_lsn: seg.last_lsn });
         }
         // A rotation at the very end (nothing committed after it yet) starts its file now.
-        let next = shared.journal.position(self.cursor);
+        let next = host.journal().position(self.cursor);
         while let Some(&(gen, first_lsn)) = rotations.front() {
             if first_lsn > next {
                 break;
@@ -328,14 +328,14 @@ impl Writer {
     }
 
     /// One round of the writer thread.
-    fn turn(&mut self, shared: &Arc<Shared>, policy: AppendFsync) -> Turn {
-        let shutdown = self.take_pending(shared);
+    fn turn(&mut self, host: &Arc<impl Host>, policy: AppendFsync) -> Turn {
+        let shutdown = self.take_pending(host);
         let retry_due = self.failing_since.map_or(true, |t| t.elapsed() >= RETRY_EVERY);
-        if retry_due && self.write_queue(shared, policy) {
-            self.sync_per_policy(shared, policy, shutdown);
+        if retry_due && self.write_queue(host, policy) {
+            self.sync_per_policy(host, policy, shutdown);
         }
-        self.update_sizes(shared);
-        let synced = shared.journal.durability.local();
+        self.update_sizes(host);
+        let synced = host.journal().durability.local();
         if shutdown && self.queue.is_empty() && (synced >= self.written_lsn || self.file.is_none()) {
             self.cut_preallocated();
             return Turn::Stop;
@@ -344,7 +344,7 @@ impl Writer {
             tracing::error!("shutting down with records the disk refused to take");
             return Turn::Stop;
         }
-        self.maybe_auto_rewrite(shared);
+        self.maybe_auto_rewrite(host);
         if !self.queue.is_empty() && self.failing_since.is_some() {
             return Turn::Idle;
         }
@@ -353,31 +353,31 @@ impl Writer {
 
     /// Group commit on an I/O worker about to sleep (`appendfsync always`): writes and fsyncs everything committed
     /// so far. While the log is failing, the writer thread's retries take over.
-    pub(crate) fn commit_turn(&mut self, shared: &Shared) {
-        let policy = shared.config.read().appendfsync;
+    pub(crate) fn commit_turn(&mut self, host: &impl Host) {
+        let policy = host.config().read().appendfsync;
         if policy != AppendFsync::Always || self.failing_since.is_some() {
-            shared.aof.wake_writer();
+            host.aof().wake_writer();
             return;
         }
         // At shutdown the writer thread finishes (`Aof::shutdown` wakes it).
-        self.take_pending(shared);
-        if self.write_queue(shared, policy) {
-            self.sync_per_policy(shared, policy, false);
+        self.take_pending(host);
+        if self.write_queue(host, policy) {
+            self.sync_per_policy(host, policy, false);
         }
     }
 
-    fn fail(&mut self, shared: &Shared, what: &str, e: std::io::Error) {
+    fn fail(&mut self, host: &impl Host, what: &str, e: std::io::Error) {
         self.failing_since = Some(Instant::now());
         let reason = match e.raw_os_error() {
             Some(libc::ENOSPC) => "No space left on device".to_string(),
             _ => format!("{what}: {e}"),
         };
-        shared.aof.set_error(Some(reason));
+        host.aof().set_error(Some(reason));
     }
 
     /// Drops the copies of bytes an fsync has confirmed.
-    fn forget_synced(&mut self, shared: &Shared) {
-        let synced = shared.journal.durability.local();
+    fn forget_synced(&mut self, host: &impl Host) {
+        let synced = host.journal().durability.local();
         if let Some(lf) = self.file.as_mut() {
             while lf.unsynced.front().is_some_and(|s| s.last_lsn <= synced) {
                 lf.unsynced.pop_front();
@@ -387,8 +387,8 @@ impl Writer {
 
     /// After a failed fsync the page cache cannot be trusted: everything not confirmed is written again, at the
     /// same offsets, before any further fsync may confirm it.
-    fn fsync_failed(&mut self, shared: &Shared, e: std::io::Error) {
-        self.forget_synced(shared);
+    fn fsync_failed(&mut self, host: &impl Host, e: std::io::Error) {
+        self.forget_synced(host);
         if let Some(lf) = self.file.as_mut() {
             let again = std::mem::take(&mut lf.unsynced);
             if let Some(first) = again.front() {
@@ -400,11 +400,11 @@ impl Writer {
                 self.queue.push_front(Chunk::Data { bytes: seg.bytes, last_lsn: seg.last_lsn });
             }
         }
-        self.fail(shared, "fsync", e);
+        self.fail(host, "fsync", e);
     }
 
     /// Writes queued chunks in order; false if one failed (it stays queued for the retry).
-    fn write_queue(&mut self, shared: &Shared, policy: AppendFsync) -> bool {
+    fn write_queue(&mut self, host: &impl Host, policy: AppendFsync) -> bool {
         while let Some(chunk) = self.queue.front() {
             match chunk {
                 Chunk::Data { bytes, last_lsn } => {
@@ -421,7 +421,7 @@ impl Writer {
                             // Drop whatever part made it, so the file never holds a half record before good ones.
                             let _ = lf.file.set_len(lf.write_off);
                             lf.allocated = lf.write_off;
-                            self.fail(shared, "write", e);
+                            self.fail(host, "write", e);
                             return false;
                         }
                         let start = lf.write_off;
@@ -436,12 +436,12 @@ impl Writer {
                         self.queue.pop_front();
                     }
                     self.written_lsn = last_lsn;
-                    shared.aof.written.store(last_lsn, Ordering::Release);
+                    host.aof().written.store(last_lsn, Ordering::Release);
                 }
                 Chunk::Rotate { gen, first_lsn } => {
                     let (gen, first_lsn) = (*gen, *first_lsn);
-                    if let Err(e) = self.rotate(shared, gen, first_lsn) {
-                        self.fail(shared, "starting a new log file", e);
+                    if let Err(e) = self.rotate(host, gen, first_lsn) {
+                        self.fail(host, "starting a new log file", e);
                         return false;
                     }
                     self.queue.pop_front();
@@ -452,17 +452,17 @@ impl Writer {
     }
 
     /// Finishes the current log file (fsynced) and continues in a new one, listed in the manifest.
-    fn rotate(&mut self, shared: &Shared, gen: u64, first_lsn: u64) -> std::io::Result<()> {
+    fn rotate(&mut self, host: &impl Host, gen: u64, first_lsn: u64) -> std::io::Result<()> {
         if let Some(lf) = self.file.as_mut() {
             lf.file.set_len(lf.write_off)?;
             lf.file.sync_data()?;
             lf.unsynced.clear();
-            shared.journal.durability.publish_local(self.written_lsn);
+            host.journal().durability.publish_local(self.written_lsn);
             let fname = manifest::incr_name(&self.appendfilename, gen);
             let path = self.dir.join(&fname);
             create_log_file(&path, first_lsn)?;
             let file = OpenOptions::new().write(true).open(&path)?;
-            let mut m = shared.aof.manifest.lock();
+            let mut m = host.aof().manifest.lock();
             let mut next: Manifest = m.clone();
             next.incrs.push(fname);
             next.write(&manifest::path(&self.dir, &self.appendfilename))?;
@@ -471,13 +471,13 @@ impl Writer {
             let file = Arc::new(file);
             *lf = LogFile { file, write_off: HEADER_LEN as u64, allocated: HEADER_LEN as u64, unsynced: VecDeque::new() };
         }
-        shared.aof.rotated_gen.store(gen, Ordering::Release);
+        host.aof().rotated_gen.store(gen, Ordering::Release);
         Ok(())
     }
 
-    fn sync_per_policy(&mut self, shared: &Shared, policy: AppendFsync, shutdown: bool) {
-        let aof = &shared.aof;
-        let durability = &shared.journal.durability;
+    fn sync_per_policy(&mut self, host: &impl Host, policy: AppendFsync, shutdown: bool) {
+        let aof = &host.aof();
+        let durability = &host.journal().durability;
         let Some(lf) = self.file.as_mut() else {
             durability.publish_local(self.written_lsn);
             return;
@@ -497,7 +497,7 @@ impl Writer {
                         aof.stats.last_fsync_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
                     }
                     Err(e) => {
-                        self.fsync_failed(shared, e);
+                        self.fsync_failed(host, e);
                         return;
                     }
                 }
@@ -518,10 +518,10 @@ impl Writer {
         }
     }
 
-    fn update_sizes(&mut self, shared: &Shared) {
-        if shared.aof.files_changed.swap(false, Ordering::AcqRel) {
+    fn update_sizes(&mut self, host: &impl Host) {
+        if host.aof().files_changed.swap(false, Ordering::AcqRel) {
             // A rewrite replaced files: recount everything but the file being appended to.
-            let m = shared.aof.manifest.lock().clone();
+            let m = host.aof().manifest.lock().clone();
             let current = m.incrs.last().cloned();
             self.other_files_size = m
                 .files()
@@ -531,23 +531,23 @@ impl Writer {
                 .sum();
         }
         let cur = self.file.as_ref().map_or(0, |f| f.write_off);
-        shared.aof.stats.aof_current_size.store(self.other_files_size + cur, Ordering::Relaxed);
+        host.aof().stats.aof_current_size.store(self.other_files_size + cur, Ordering::Relaxed);
     }
 
-    fn maybe_auto_rewrite(&mut self, shared: &Arc<Shared>) {
+    fn maybe_auto_rewrite(&mut self, host: &Arc<impl Host>) {
         let (pct, min) = {
-            let c = shared.config.read();
+            let c = host.config().read();
             (c.auto_aof_rewrite_percentage, c.auto_aof_rewrite_min_size)
         };
         if pct == 0 || self.file.is_none() || self.failing_since.is_some() {
             return;
         }
-        let stats = &shared.aof.stats;
+        let stats = &host.aof().stats;
         let cur = stats.aof_current_size.load(Ordering::Relaxed);
         let base = stats.aof_base_size.load(Ordering::Relaxed).max(1);
         if cur >= min && cur.saturating_sub(base) * 100 / base >= pct && !stats.rewrite_in_progress.load(Ordering::Relaxed) {
             tracing::info!("starting automatic rewrite of the append-only log ({cur} bytes, {base} after the last rewrite)");
-            let _ = super::rewrite::start(shared);
+            let _ = super::rewrite::start(host);
         }
     }
 }

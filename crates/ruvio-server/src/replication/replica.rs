@@ -19,7 +19,7 @@ use tokio::net::TcpStream;
 
 use crate::dispatch::Replayer;
 use crate::keyspace::Expiry;
-use crate::persistence::format::{decode_command, encode_command, RecordKind, RECORD_HEADER_LEN};
+use crate::journal::format::{decode_command, encode_command, RecordKind, RECORD_HEADER_LEN};
 use crate::shared::Shared;
 
 /// Longest handshake line accepted from a primary.

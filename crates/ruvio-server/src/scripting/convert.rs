@@ -194,3 +194,16 @@ pub fn error_value(text: &[u8]) -> Value {
 fn sanitize(b: &[u8]) -> Vec<u8> {
     b.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }).collect()
 }
+
+/// An mlua error as the plain Lua message (no "runtime error:" prefix, no traceback).
+pub fn lua_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        // Lua errors reaching Rust carry a traceback; Redis's texts never do.
+        mlua::Error::RuntimeError(m) => m.split("\nstack traceback:").next().unwrap_or(m).to_string(),
+        mlua::Error::MemoryError(_) => "not enough memory".into(),
+        mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
+        mlua::Error::WithContext { cause, .. } => lua_error_text(cause),
+        other => other.to_string(),
+    }
+}

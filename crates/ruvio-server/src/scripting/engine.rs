@@ -8,7 +8,7 @@ use bytes::Bytes;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, Variadic, VmState};
 use ruvio_protocol::Value;
 
-use super::convert::{lua_to_reply, reply_to_lua};
+use super::convert::{lua_error_text, lua_to_reply, reply_to_lua};
 use super::{RunState, KILL_NONE};
 use crate::errors::*;
 
@@ -206,6 +206,21 @@ impl Engine {
         &self.bridge
     }
 
+    /// FUNCTION LOAD: compiles and runs the library's code, collecting what it registers. Returns the library name.
+    pub fn load_library(&mut self, code: &Bytes, replace: bool) -> Result<String, Value> {
+        self.functions.load_library(&self.lua, &self.bridge, code, replace)
+    }
+
+    /// Removes a library and its functions; false if there was none.
+    pub fn delete_library(&mut self, name: &str) -> bool {
+        self.functions.delete_library(name)
+    }
+
+    pub fn flush_functions(&mut self) {
+        self.functions = super::functions::Registry::default();
+        let _ = self.lua.gc_collect();
+    }
+
     pub fn used_memory(&self) -> usize {
         self.lua.used_memory()
     }
@@ -384,18 +399,5 @@ fn format_error(err: &LuaValue, name: &str) -> Value {
             Value::error(format!("{text} script: {name}, on {}:{line}.", String::from_utf8_lossy(&src.as_bytes())))
         }
         _ => Value::error(format!("{text} script: {name}")),
-    }
-}
-
-/// An mlua error as the plain Lua message (no "runtime error:" prefix, no traceback).
-pub fn lua_error_text(e: &mlua::Error) -> String {
-    match e {
-        mlua::Error::SyntaxError { message, .. } => message.clone(),
-        // Lua errors reaching Rust carry a traceback; Redis's texts never do.
-        mlua::Error::RuntimeError(m) => m.split("\nstack traceback:").next().unwrap_or(m).to_string(),
-        mlua::Error::MemoryError(_) => "not enough memory".into(),
-        mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
-        mlua::Error::WithContext { cause, .. } => lua_error_text(cause),
-        other => other.to_string(),
     }
 }

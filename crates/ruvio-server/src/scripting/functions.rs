@@ -8,6 +8,7 @@ use bytes::Bytes;
 use mlua::{Function, Table, Value as LuaValue};
 use ruvio_protocol::Value;
 
+use super::convert::lua_error_text;
 use crate::errors::*;
 
 /// Script flags (`no-writes`, `allow-oom`, `allow-stale`, `no-cluster`, `allow-cross-slot-keys`).
@@ -112,21 +113,19 @@ fn parse_library_header(code: &Bytes) -> Result<(String, Bytes), Value> {
     Ok((name, Bytes::copy_from_slice(&code[end..])))
 }
 
-impl super::engine::Engine {
+impl Registry {
     /// FUNCTION LOAD: compiles and runs the library's code, collecting what it registers. Returns the library name.
-    pub fn load_library(&mut self, code: &Bytes, replace: bool) -> Result<String, Value> {
+    pub fn load_library(&mut self, lua: &mlua::Lua, bridge: &Table, code: &Bytes, replace: bool) -> Result<String, Value> {
         let (name, body) = parse_library_header(code)?;
-        if self.functions.libraries.contains_key(&name) && !replace {
+        if self.libraries.contains_key(&name) && !replace {
             return Err(Value::error(format!("ERR Library '{name}' already exists")));
         }
-        let lua = self.lua().clone();
         let chunk = lua
             .load(&body[..])
             .set_name("@user_function")
             .into_function()
-            .map_err(|e| Value::error(format!("ERR Error compiling function: {}", super::engine::lua_error_text(&e))))?;
+            .map_err(|e| Value::error(format!("ERR Error compiling function: {}", lua_error_text(&e))))?;
         let mut registered: Vec<(String, RegisteredFunction)> = Vec::new();
-        let bridge = self.bridge().clone();
         let lib_name = name.clone();
         let outcome: mlua::Result<Result<(), String>> = lua.scope(|scope| {
             let register = scope.create_function_mut(|_, args: mlua::MultiValue| {
@@ -145,20 +144,20 @@ impl super::engine::Engine {
             bridge.raw_set("register", register)?;
             let r = chunk.call::<()>(());
             bridge.raw_set("register", LuaValue::Nil)?;
-            Ok(r.map_err(|e| super::engine::lua_error_text(&e)))
+            Ok(r.map_err(|e| lua_error_text(&e)))
         });
         match outcome {
             Ok(Ok(())) => {}
             Ok(Err(text)) | Err(mlua::Error::RuntimeError(text)) => {
                 return Err(Value::error(format!("ERR Error registering functions: {text}")));
             }
-            Err(e) => return Err(Value::error(format!("ERR Error registering functions: {}", super::engine::lua_error_text(&e)))),
+            Err(e) => return Err(Value::error(format!("ERR Error registering functions: {}", lua_error_text(&e)))),
         }
         if registered.is_empty() {
             return Err(Value::error(ERR_FUNCTION_NONE_REGISTERED));
         }
         for (fname, _) in &registered {
-            if let Some(existing) = self.functions.functions.get(fname) {
+            if let Some(existing) = self.functions.get(fname) {
                 if existing.library != name {
                     return Err(Value::error(format!("ERR Function {fname} already exists")));
                 }
@@ -167,28 +166,23 @@ impl super::engine::Engine {
         self.delete_library(&name);
         let names = registered.iter().map(|(n, _)| n.clone()).collect();
         for (fname, f) in registered {
-            self.functions.functions.insert(fname, f);
+            self.functions.insert(fname, f);
         }
-        self.functions.libraries.insert(name.clone(), Library { code: code.clone(), functions: names });
+        self.libraries.insert(name.clone(), Library { code: code.clone(), functions: names });
         Ok(name)
     }
 
     /// Removes a library and its functions; false if there was none.
     pub fn delete_library(&mut self, name: &str) -> bool {
-        match self.functions.libraries.remove(name) {
+        match self.libraries.remove(name) {
             Some(lib) => {
                 for f in lib.functions {
-                    self.functions.functions.remove(&f);
+                    self.functions.remove(&f);
                 }
                 true
             }
             None => false,
         }
-    }
-
-    pub fn flush_functions(&mut self) {
-        self.functions = Registry::default();
-        let _ = self.lua().gc_collect();
     }
 }
 

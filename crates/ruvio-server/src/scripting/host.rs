@@ -125,7 +125,7 @@ pub fn refuse_in_script(shared: &Shared, resolved: &crate::commands::Resolved, a
         if let Some(reason) = shared.aof.write_error() {
             return Some(misconf(&reason));
         }
-        if !crate::persistence::format::command_record_fits(args) {
+        if !crate::journal::format::command_record_fits(args) {
             return Some(Value::error(ERR_RECORD_TOO_LARGE));
         }
     }
