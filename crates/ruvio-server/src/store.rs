@@ -72,6 +72,27 @@ impl Store {
         }
     }
 
+    /// Makes the records staged from `start` on replay all or none (a transaction's or a script's effects): wrapped
+    /// in MULTI ... EXEC when there is more than one, with a SELECT record where they move between databases. The
+    /// MULTI and EXEC records carry the first record's database: queued commands run in the database EXEC runs in.
+    pub fn wrap_atomic(&mut self, start: usize) {
+        if self.log.len() <= start + 1 {
+            return;
+        }
+        let records: Vec<LogRecord> = self.log.drain(start..).collect();
+        let (first_db, wall_ms) = (records[0].db, records[0].wall_ms);
+        self.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"MULTI")], wall_ms });
+        let mut current = first_db;
+        for r in records {
+            if r.db != current {
+                self.log.push(LogRecord { db: r.db, args: vec![Bytes::from_static(b"SELECT"), Bytes::from(r.db.to_string())], wall_ms: r.wall_ms });
+                current = r.db;
+            }
+            self.log.push(r);
+        }
+        self.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"EXEC")], wall_ms });
+    }
+
     /// Follows up on keys the keyspace removed by itself: logs a DEL for each (so a replayed log and replicas agree)
     /// and wakes waiters of lock keys that went away.
     pub fn settle_expired(&mut self) {

@@ -576,3 +576,31 @@ fn clients_get_loading_while_a_big_log_loads() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A transaction that moves between databases (SELECT inside MULTI) reloads into the databases it wrote: the log
+/// wraps its records with the SELECTs a replay needs (before, they all replayed into the database EXEC ended in).
+#[test]
+fn a_transaction_across_databases_reloads_into_the_databases_it_wrote() {
+    let dir = temp_dir("persist-multi-select");
+    let mut server = start(&dir, &["--appendonly", "yes", "--appendfsync", "always"]);
+    let mut c = server.conn();
+    for args in [&["MULTI"][..], &["SET", "a", "1"], &["SELECT", "2"], &["SET", "b", "2"], &["SELECT", "0"], &["SET", "c", "3"]] {
+        c.cmd(args);
+    }
+    assert!(matches!(c.cmd(&["EXEC"]), Value::Array(r) if r.len() == 5));
+    c.cmd(&["SELECT", "0"]);
+    c.cmd(&["EVAL", "redis.call('SET', 'd', '4'); redis.call('SELECT', '3'); redis.call('SET', 'e', '5')", "0"]);
+    let expect = |c: &mut Conn| {
+        let mut seen = Vec::new();
+        for (db, key) in [("0", "a"), ("2", "b"), ("0", "c"), ("0", "d"), ("3", "e"), ("2", "a"), ("0", "b"), ("3", "d")] {
+            c.cmd(&["SELECT", db]);
+            seen.push(format!("{db}:{key}={:?}", c.cmd(&["GET", key])));
+        }
+        seen
+    };
+    let before = expect(&mut c);
+    assert_eq!(before.iter().filter(|s| !s.ends_with("=Nil")).count(), 5, "{before:?}");
+    server.kill9();
+    let server = start(&dir, &["--appendonly", "yes", "--appendfsync", "always"]);
+    assert_eq!(expect(&mut server.conn()), before);
+}

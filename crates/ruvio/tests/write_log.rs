@@ -149,6 +149,17 @@ fn replaying_the_log_gives_back_the_live_keyspace() {
         {
             let mut c = server.conn();
             for _ in 0..1500 {
+                if r.below(12) == 0 {
+                    // A transaction of a few commands, SELECT among them: its records must replay all or none and
+                    // each in the database it wrote.
+                    c.cmd(&["MULTI"]);
+                    for _ in 0..2 + r.below(4) {
+                        let cmd = random_command(&mut r, &tokens);
+                        c.cmd(&cmd.iter().map(String::as_str).collect::<Vec<_>>());
+                    }
+                    c.cmd(&["EXEC"]);
+                    continue;
+                }
                 let cmd = random_command(&mut r, &tokens);
                 let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
                 if let Value::Integer(t) = c.cmd(&args) {

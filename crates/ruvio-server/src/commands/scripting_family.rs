@@ -17,7 +17,7 @@ use crate::scripting::engine::Target;
 use crate::scripting::host::ServerHost;
 use crate::scripting::{self, KILL_NONE, KILL_SHUTDOWN};
 use crate::shared::Shared;
-use crate::store::{LogRecord, Store};
+use crate::store::Store;
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $summary:literal, $handler:expr) => {
@@ -229,31 +229,11 @@ fn run_job<'g>(
             // Stopped by SHUTDOWN NOSAVE: the script did not complete, so none of it may reach the log.
             store.log.truncate(log_start);
         } else if wrap {
-            wrap_effects(store, log_start);
+            store.wrap_atomic(log_start);
         }
     }
     run.running.store(false, Ordering::Release);
     reply
-}
-
-/// Wraps the records from `start` on in MULTI ... EXEC so a replay applies the script's effects all or none, with a
-/// SELECT record where the script moved between databases.
-fn wrap_effects(store: &mut Store, start: usize) {
-    if store.log.len() <= start + 1 {
-        return;
-    }
-    let records: Vec<LogRecord> = store.log.drain(start..).collect();
-    let (first_db, wall_ms) = (records[0].db, records[0].wall_ms);
-    store.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"MULTI")], wall_ms });
-    let mut current = first_db;
-    for r in records {
-        if r.db != current {
-            store.log.push(LogRecord { db: r.db, args: vec![Bytes::from_static(b"SELECT"), Bytes::from(r.db.to_string())], wall_ms: r.wall_ms });
-            current = r.db;
-        }
-        store.log.push(r);
-    }
-    store.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"EXEC")], wall_ms });
 }
 
 // ----- SCRIPT -----

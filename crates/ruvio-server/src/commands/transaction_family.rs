@@ -90,13 +90,7 @@ fn exec(ctx: &mut Ctx) -> Value {
         replies.push(reply);
     }
     // The transaction's writes are already in the log, in order; wrap them so a replay applies all or none.
-    let db = ctx.client.db;
-    let store = ctx.store();
-    if store.log.len() > log_start + 1 {
-        let (first_db, wall_ms) = (store.log[log_start].db, store.log[log_start].wall_ms);
-        store.log.insert(log_start, crate::store::LogRecord { db: first_db, args: vec![bytes::Bytes::from_static(b"MULTI")], wall_ms });
-        store.log(db, vec![bytes::Bytes::from_static(b"EXEC")]);
-    }
+    ctx.store().wrap_atomic(log_start);
     ctx.propagate_nothing();
     Value::Array(replies)
 }
