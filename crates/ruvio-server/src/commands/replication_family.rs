@@ -86,13 +86,13 @@ fn replicaof(ctx: &mut Ctx) -> Value {
 /// the data (no expiry, no lock timer here).
 pub fn follow(shared: &Arc<Shared>, store: &mut crate::store::Store, host: String, port: u16) {
     tracing::info!("Connecting to PRIMARY {host}:{port}");
-    let generation = shared.replication.follow(host, port);
     store.replica = true;
     store.log_enabled = true;
     store.set_expiry(Expiry::Hidden);
     // Lock waiters exist only on a primary: they are told, not left hanging.
     crate::locks::engine::fail_all_waiters(store, ERR_READONLY);
-    tokio::spawn(crate::replication::replica::run(shared.clone(), generation));
+    // The link task (replication::replica::supervise) starts the link.
+    shared.replication.follow(host, port);
 }
 
 /// REPLICAOF NO ONE: this node becomes a primary in a new epoch (the one given, or its own plus one), so its tokens

@@ -67,6 +67,8 @@ pub struct Replication {
     previous: Mutex<Option<(String, u64)>>,
     /// Bumped whenever the role changes, so a link to an old primary notices it must stop.
     generation: AtomicU64,
+    /// Signalled when this node starts following a primary: the link task (`replica::supervise`) starts a link.
+    pub(crate) link_wanted: tokio::sync::Notify,
     next_link: AtomicU64,
     /// `min-replicas-to-write` and `min-replicas-max-lag` (seconds), copied from the config so a write checks them
     /// without taking the config lock.
@@ -87,6 +89,7 @@ impl Default for Replication {
             replica: AtomicBool::new(false),
             replid: Mutex::new(new_replid()),
             generation: AtomicU64::new(0),
+            link_wanted: tokio::sync::Notify::new(),
             next_link: AtomicU64::new(1),
             min_replicas: AtomicU64::new(0),
             min_replicas_max_lag: AtomicU64::new(10),
@@ -202,12 +205,13 @@ impl Replication {
         self.generation.load(Ordering::Acquire)
     }
 
-    /// Becomes a replica of `host:port` (or follows a new primary); returns the generation the link runs under.
-    pub(crate) fn follow(&self, host: String, port: u16) -> u64 {
+    /// Becomes a replica of `host:port` (or follows a new primary) under a new generation, and asks for a link.
+    pub(crate) fn follow(&self, host: String, port: u16) {
         let mut s = self.state.lock();
         s.upstream = Some(Upstream { host, port, state: "connect", last_io: None, sync_in_progress: false });
         self.replica.store(true, Ordering::Release);
-        self.generation.fetch_add(1, Ordering::AcqRel) + 1
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.link_wanted.notify_one();
     }
 
     /// Stops following (REPLICAOF NO ONE). The caller raises the epoch and starts a new history.

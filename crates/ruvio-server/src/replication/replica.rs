@@ -25,8 +25,26 @@ use crate::shared::Shared;
 /// Longest handshake line accepted from a primary.
 const MAX_LINE: usize = 1024;
 
+/// Starts a link each time this node begins to follow a primary (REPLICAOF, `replicaof` at start-up): the command
+/// only changes the replication state, and the links are this task's. Runs until shutdown.
+pub async fn supervise(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.subscribe();
+    let mut started = 0;
+    loop {
+        let generation = shared.replication.generation();
+        if shared.replication.is_replica() && generation != started {
+            started = generation;
+            tokio::spawn(run(shared.clone(), generation));
+        }
+        tokio::select! {
+            _ = shared.replication.link_wanted.notified() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+    }
+}
+
 /// Runs the link until this node stops following this primary (`generation` changes) or shuts down.
-pub async fn run(shared: Arc<Shared>, generation: u64) {
+async fn run(shared: Arc<Shared>, generation: u64) {
     let mut shutdown = shared.shutdown.subscribe();
     loop {
         if shared.replication.generation() != generation || shared.is_shutting_down() {
