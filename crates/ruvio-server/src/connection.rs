@@ -178,7 +178,7 @@ impl Connection {
                 return Ok(Step::Close);
             }
             if let Some(e) = failure {
-                self.push_reply(&Value::error(format!("ERR {e}")));
+                self.push_reply(&crate::errors::err_because(&e.to_string()));
                 return Ok(Step::Close);
             }
             if self.parser.pending_bytes(&self.inbuf) > query_limit {

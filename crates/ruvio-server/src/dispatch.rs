@@ -79,11 +79,7 @@ fn execute_resolved<'g>(
             return (Value::error(ERR_NOAUTH), None);
         }
         if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
-            let text = format!(
-                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-                resolved.full_name()
-            );
-            return (Value::error(text), None);
+            return (subscribed_only(&resolved.full_name()), None);
         }
         if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
             return (Value::error(ERR_LOADING), None);

@@ -208,3 +208,68 @@ pub const ERR_FUNCTION_NONE_REGISTERED: &str = "ERR No functions registered";
 pub const ERR_FUNCTION_NO_LIBRARY: &str = "ERR Library not found";
 pub const ERR_FUNCTION_BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 pub const ERR_FUNCTION_RESTORE_POLICY: &str = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
+
+/// A script's own error texts (Redis 7's wording), built with what they quote.
+pub fn script_error(kind: ScriptError, detail: &str) -> Value {
+    Value::error(match kind {
+        ScriptError::UnexpectedFlag => format!("ERR Unexpected flag in script shebang: {detail}"),
+        ScriptError::UnexpectedEngine => format!("ERR Unexpected engine in script shebang: {detail}"),
+        ScriptError::UnknownShebangOption => format!("ERR Unknown lua shebang option: {detail}"),
+        ScriptError::EngineNotFound => format!("ERR Engine '{detail}' not found"),
+        ScriptError::InvalidMetadata => format!("ERR Invalid metadata value given: {detail}"),
+        ScriptError::LibraryExists => format!("ERR Library '{detail}' already exists"),
+        ScriptError::LibraryExistsOnRestore => format!("ERR Library {detail} already exists"),
+        ScriptError::FunctionExists => format!("ERR Function {detail} already exists"),
+        ScriptError::CompilingFunction => format!("ERR Error compiling function: {detail}"),
+        ScriptError::RegisteringFunctions => format!("ERR Error registering functions: {detail}"),
+        ScriptError::CompilingScript => format!("ERR Error compiling script (new function): {detail}"),
+        ScriptError::UnknownOption => format!("ERR Unknown option given: {detail}"),
+        ScriptError::UnknownArgument => format!("ERR Unknown argument {detail}"),
+    })
+}
+
+/// Which of [`script_error`]'s texts.
+#[derive(Debug, Clone, Copy)]
+pub enum ScriptError {
+    UnexpectedFlag,
+    UnexpectedEngine,
+    UnknownShebangOption,
+    EngineNotFound,
+    InvalidMetadata,
+    LibraryExists,
+    LibraryExistsOnRestore,
+    FunctionExists,
+    CompilingFunction,
+    RegisteringFunctions,
+    CompilingScript,
+    UnknownOption,
+    UnknownArgument,
+}
+
+/// `ERR Error running script (call to <name>): <text>`.
+pub fn script_runtime_error(name: &str, text: &str) -> Value {
+    Value::error(format!("ERR Error running script (call to {name}): {text}"))
+}
+pub const ERR_LUA_STACK_LIMIT: &str = "ERR reached lua stack limit";
+
+// ----- the rest -----
+pub const ERR_AUTH_NO_PASSWORD: &str =
+    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?";
+
+/// RESP2 subscribed mode: what a subscribed client may not run.
+pub fn subscribed_only(command: &str) -> Value {
+    Value::error(format!("ERR Can't execute '{command}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"))
+}
+
+/// A generic `ERR <reason>` for a failure with no Redis text (a compaction that failed, a protocol error).
+pub fn err_because(reason: &str) -> Value {
+    Value::error(format!("ERR {reason}"))
+}
+
+pub fn semaphore_limit_mismatch(current: u32, asked: u32) -> Value {
+    Value::error(format!("ERR semaphore limit is {current}, not {asked}; the limit can change only when the semaphore has no holders"))
+}
+
+pub fn no_token_reservation(why: &str) -> Value {
+    Value::error(format!("MISCONF cannot reserve fencing tokens on disk: {why}"))
+}

@@ -90,9 +90,7 @@ fn auth(ctx: &mut Ctx) -> Value {
     let (user, pass) = match args.len() {
         2 => {
             if ctx.shared.config.read().requirepass.is_none() {
-                return Value::error(
-                    "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-                );
+                return Value::error(ERR_AUTH_NO_PASSWORD);
             }
             (&b"default"[..], &args[1][..])
         }

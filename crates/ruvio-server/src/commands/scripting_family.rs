@@ -320,7 +320,7 @@ fn function_load(ctx: &mut Ctx) -> Value {
     let (replace, code) = match ctx.args.len() {
         3 => (false, ctx.args[2].clone()),
         4 if eq_ic(&ctx.args[2], "replace") => (true, ctx.args[3].clone()),
-        4 => return Value::error(format!("ERR Unknown option given: {}", String::from_utf8_lossy(&ctx.args[2]))),
+        4 => return script_error(ScriptError::UnknownOption, &String::from_utf8_lossy(&ctx.args[2])),
         _ => return super::wrong_arity("function|load"),
     };
     let shared = ctx.shared;
@@ -385,7 +385,7 @@ fn function_list(ctx: &mut Ctx) -> Value {
             pattern = Some(args[i + 1].clone());
             i += 2;
         } else {
-            return Value::error(format!("ERR Unknown argument {}", String::from_utf8_lossy(&args[i])));
+            return script_error(ScriptError::UnknownArgument, &String::from_utf8_lossy(&args[i]));
         }
     }
     let shared = ctx.shared;
@@ -463,7 +463,7 @@ fn function_restore(ctx: &mut Ctx) -> Value {
                     if let Some(n) = name.split("name=").nth(1) {
                         let n = n.split(' ').next().unwrap_or("");
                         if engine.functions.libraries.contains_key(n) {
-                            return Err(Value::error(format!("ERR Library {n} already exists")));
+                            return Err(script_error(ScriptError::LibraryExistsOnRestore, n));
                         }
                     }
                 }

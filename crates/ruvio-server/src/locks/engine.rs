@@ -12,7 +12,7 @@ use ruvio_protocol::Value;
 use super::records;
 use super::{Want, Waiter};
 use crate::keyspace::{Holder, Lease, Semaphore};
-use crate::errors::ERR_WRONGTYPE;
+use crate::errors::{no_token_reservation, semaphore_limit_mismatch, ERR_WRONGTYPE};
 use crate::keyspace::{CompactBytes, Data, Entry};
 use crate::store::Store;
 
@@ -30,10 +30,8 @@ impl LockError {
     pub fn reply(&self) -> Value {
         match self {
             LockError::WrongType => Value::error(ERR_WRONGTYPE),
-            LockError::LimitMismatch { current, asked } => Value::error(format!(
-                "ERR semaphore limit is {current}, not {asked}; the limit can change only when the semaphore has no holders"
-            )),
-            LockError::NoToken(why) => Value::error(format!("MISCONF cannot reserve fencing tokens on disk: {why}")),
+            LockError::LimitMismatch { current, asked } => semaphore_limit_mismatch(*current, *asked),
+            LockError::NoToken(why) => no_token_reservation(why),
         }
     }
 }

@@ -111,7 +111,7 @@ pub fn lua_to_reply(v: &LuaValue, resp: u8) -> Value {
 
 fn to_reply(v: &LuaValue, resp: u8, depth: usize) -> Value {
     if depth > MAX_DEPTH {
-        return Value::error("ERR reached lua stack limit");
+        return Value::error(crate::errors::ERR_LUA_STACK_LIMIT);
     }
     match v {
         LuaValue::String(s) => Value::Bulk(Bytes::copy_from_slice(&s.as_bytes())),

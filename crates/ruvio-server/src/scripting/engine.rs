@@ -237,7 +237,7 @@ impl Engine {
             .load(&code[..])
             .set_name("@user_script")
             .into_function()
-            .map_err(|e| Value::error(format!("ERR Error compiling script (new function): {}", lua_error_text(&e))))?;
+            .map_err(|e| script_error(ScriptError::CompilingScript, &lua_error_text(&e)))?;
         self.scripts_bytes += body.len();
         self.scripts.insert(sha.clone(), Script { func, body: body.clone(), flags, fast_runs: 0, slow: false });
         Ok(sha)
@@ -305,10 +305,10 @@ impl Engine {
             match result {
                 Ok((true, v)) => Ok(lua_to_reply(&v, resp)),
                 Ok((false, err)) => Ok(format_error(&err, &name)),
-                Err(e) => Ok(Value::error(format!("ERR Error running script (call to {name}): {}", lua_error_text(&e)))),
+                Err(e) => Ok(script_runtime_error(&name, &lua_error_text(&e))),
             }
         })();
-        outcome.unwrap_or_else(|e| Value::error(format!("ERR Error running script (call to {name}): {}", lua_error_text(&e))))
+        outcome.unwrap_or_else(|e| script_runtime_error(&name, &lua_error_text(&e)))
     }
 }
 
@@ -382,7 +382,7 @@ fn format_error(err: &LuaValue, name: &str) -> Value {
             LuaValue::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
             _ => "not enough memory".into(),
         };
-        return Value::error(format!("ERR Error running script (call to {name}): {text}"));
+        return script_runtime_error(name, &text);
     };
     let text = match t.raw_get::<LuaValue>("err") {
         Ok(LuaValue::String(s)) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),

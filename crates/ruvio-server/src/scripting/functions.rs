@@ -25,7 +25,7 @@ const KNOWN_FLAGS: &[&str] = &["no-writes", "allow-oom", "allow-stale", "no-clus
 impl Flags {
     fn add(&mut self, name: &str) -> Result<(), Value> {
         if !KNOWN_FLAGS.contains(&name) {
-            return Err(Value::error(format!("ERR Unexpected flag in script shebang: {name}")));
+            return Err(script_error(ScriptError::UnexpectedFlag, name));
         }
         if name == "no-writes" {
             self.no_writes = true;
@@ -46,7 +46,7 @@ pub fn parse_eval_shebang(body: &Bytes) -> Result<(Flags, Bytes), Value> {
     let mut parts = line.split(' ').filter(|p| !p.is_empty());
     let engine = parts.next().unwrap_or("");
     if engine != "lua" {
-        return Err(Value::error(format!("ERR Unexpected engine in script shebang: {engine}")));
+        return Err(script_error(ScriptError::UnexpectedEngine, engine));
     }
     let mut flags = Flags { declared: true, ..Default::default() };
     for p in parts {
@@ -56,7 +56,7 @@ pub fn parse_eval_shebang(body: &Bytes) -> Result<(Flags, Bytes), Value> {
                     flags.add(f)?;
                 }
             }
-            None => return Err(Value::error(format!("ERR Unknown lua shebang option: {p}"))),
+            None => return Err(script_error(ScriptError::UnknownShebangOption, p)),
         }
     }
     let mut code = Vec::with_capacity(body.len());
@@ -97,13 +97,13 @@ fn parse_library_header(code: &Bytes) -> Result<(String, Bytes), Value> {
     let mut parts = line.split(' ').filter(|p| !p.is_empty());
     let engine = parts.next().unwrap_or("");
     if !engine.eq_ignore_ascii_case("lua") {
-        return Err(Value::error(format!("ERR Engine '{engine}' not found")));
+        return Err(script_error(ScriptError::EngineNotFound, engine));
     }
     let mut name = None;
     for p in parts {
         match p.strip_prefix("name=") {
             Some(n) => name = Some(n.to_string()),
-            None => return Err(Value::error(format!("ERR Invalid metadata value given: {p}"))),
+            None => return Err(script_error(ScriptError::InvalidMetadata, p)),
         }
     }
     let name = name.ok_or_else(|| Value::error(ERR_FUNCTION_NO_LIBRARY_NAME))?;
@@ -118,13 +118,13 @@ impl Registry {
     pub fn load_library(&mut self, lua: &mlua::Lua, bridge: &Table, code: &Bytes, replace: bool) -> Result<String, Value> {
         let (name, body) = parse_library_header(code)?;
         if self.libraries.contains_key(&name) && !replace {
-            return Err(Value::error(format!("ERR Library '{name}' already exists")));
+            return Err(script_error(ScriptError::LibraryExists, &name));
         }
         let chunk = lua
             .load(&body[..])
             .set_name("@user_function")
             .into_function()
-            .map_err(|e| Value::error(format!("ERR Error compiling function: {}", lua_error_text(&e))))?;
+            .map_err(|e| script_error(ScriptError::CompilingFunction, &lua_error_text(&e)))?;
         let mut registered: Vec<(String, RegisteredFunction)> = Vec::new();
         let lib_name = name.clone();
         let outcome: mlua::Result<Result<(), String>> = lua.scope(|scope| {
@@ -149,9 +149,9 @@ impl Registry {
         match outcome {
             Ok(Ok(())) => {}
             Ok(Err(text)) | Err(mlua::Error::RuntimeError(text)) => {
-                return Err(Value::error(format!("ERR Error registering functions: {text}")));
+                return Err(script_error(ScriptError::RegisteringFunctions, &text));
             }
-            Err(e) => return Err(Value::error(format!("ERR Error registering functions: {}", lua_error_text(&e)))),
+            Err(e) => return Err(script_error(ScriptError::RegisteringFunctions, &lua_error_text(&e))),
         }
         if registered.is_empty() {
             return Err(Value::error(ERR_FUNCTION_NONE_REGISTERED));
@@ -159,7 +159,7 @@ impl Registry {
         for (fname, _) in &registered {
             if let Some(existing) = self.functions.get(fname) {
                 if existing.library != name {
-                    return Err(Value::error(format!("ERR Function {fname} already exists")));
+                    return Err(script_error(ScriptError::FunctionExists, fname));
                 }
             }
         }
