@@ -235,19 +235,34 @@ fn online_at(primary: u16, replica: u16) -> bool {
     i.lines().any(|l| l.starts_with("slave") && l.contains(&format!("port={replica},")) && l.contains("state=online"))
 }
 
+fn leader(cports: &[u16]) -> Option<usize> {
+    cports.iter().position(|&cp| line(&text(cp, &["INFO", "coordinator"]), "raft_role").as_deref() == Some("Leader"))
+}
+
 #[test]
 fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primary() {
-    let dir = temp_dir("abandoned-failover");
+    run("abandoned-failover", false);
+}
+
+/// The same, with the raft leader that abandoned the attempt killed before the primary comes back: the next leader
+/// (which did not allocate that epoch) re-adopts the primary.
+#[test]
+fn an_abandoned_durable_failover_is_resolved_by_the_next_raft_leader() {
+    run("abandoned-failover-leader", true);
+}
+
+fn run(name: &str, kill_leader: bool) {
+    let dir = temp_dir(name);
     let (p, a, b) = (free_port(), free_port(), free_port());
     let mut np = node(&dir, p, None);
     let na = node(&dir, a, Some(p));
     let nb = node(&dir, b, Some(p));
     let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
     let peers: Vec<String> = cports.iter().map(|c| format!("127.0.0.1:{c}")).collect();
-    let coords: Vec<Proc> = cports.iter().map(|&cp| coordinator(&dir, cp, &peers, p)).collect();
-    let logs = |extra: &[(&str, &Proc)]| {
+    let mut coords: Vec<(u16, Proc)> = cports.iter().map(|&cp| (cp, coordinator(&dir, cp, &peers, p))).collect();
+    let logs = |coords: &[(u16, Proc)], extra: &[(&str, &Proc)]| {
         let mut s = String::new();
-        for (cp, c) in cports.iter().zip(&coords) {
+        for (cp, c) in coords {
             s.push_str(&format!("---- coordinator {cp}\n{}\n", c.log()));
         }
         for (n, c) in extra {
@@ -262,7 +277,7 @@ fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primar
             set.split(';').any(|s| s == sa) && set.split(';').any(|s| s == sb)
         })),
         "{}",
-        logs(&[])
+        logs(&coords, &[])
     );
     let e0: u64 = field(&group(cports[0]), "epoch").unwrap().parse().unwrap();
 
@@ -282,15 +297,26 @@ fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primar
             line(&text(cp, &["INFO", "coordinator"]), "group0_waiting").is_some_and(|w| w.contains("only 1 of 2"))
         })),
         "{}",
-        logs(&[])
+        logs(&coords, &[])
     );
     let promised = num(&text(a, &["INFO", "replication"]), "ruvio_promised_epoch");
     assert!(promised > e0, "A promised the attempt's epoch ({promised} > {e0})");
     assert!(cports.iter().all(|&cp| primary_named_by(cp) == Some(p)), "nobody was promoted");
 
-    // P comes back, B still paused: A must stream from P again, and durable writes go through A alone.
+    // P comes back, B still paused: A must stream from P again, and durable writes go through A alone. (In the
+    // second variant the leader that allocated the attempt's epoch is killed just before: the next leader, elected
+    // while P is already back, did not allocate it.)
+    let mut cports = cports.clone();
+    if kill_leader {
+        let l = leader(&cports).expect("a raft leader");
+        coords.remove(l).1.kill9();
+        cports.remove(l);
+    }
     np.signal(libc::SIGCONT);
     let back = Instant::now();
+    if kill_leader {
+        assert!(wait_until("a new raft leader", WAIT, || leader(&cports).is_some()), "{}", logs(&coords, &[]));
+    }
     let a_follows = wait_until("A (which promised) streams from the surviving primary again", Duration::from_secs(40), || {
         streams_from(a, p) && online_at(p, a)
     });
@@ -298,7 +324,7 @@ fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primar
         a_follows,
         "A never streamed from P again after the abandoned failover (A's INFO: {}).\n{}",
         text(a, &["INFO", "replication"]),
-        logs(&[("A", &na), ("P", &np)])
+        logs(&coords, &[("A", &na), ("P", &np)])
     );
     eprintln!("A streams from P again {} ms after P resumed", back.elapsed().as_millis());
     assert!(cports.iter().all(|&cp| primary_named_by(cp) == Some(p)), "P is still the primary");
@@ -311,9 +337,9 @@ fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primar
             field(&g, "epoch").and_then(|e| e.parse::<u64>().ok()) == Some(pe) && field(&g, "failover").as_deref() == Some("none")
         })),
         "{}",
-        logs(&[])
+        logs(&coords, &[])
     );
-    let t = grants.take(p, Duration::from_secs(30)).unwrap_or_else(|e| panic!("{e}\n{}", logs(&[("A", &na), ("P", &np)])));
+    let t = grants.take(p, Duration::from_secs(30)).unwrap_or_else(|e| panic!("{e}\n{}", logs(&coords, &[("A", &na), ("P", &np)])));
     assert_eq!(epoch_of(t), pe, "P's new tokens carry its new epoch");
 
     // B resumes: both replicas stream from P; durable writes go on, tokens keep growing.
@@ -323,7 +349,7 @@ fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primar
         "A: {}\nB: {}\n{}",
         text(a, &["INFO", "replication"]),
         text(b, &["INFO", "replication"]),
-        logs(&[("A", &na), ("B", &nb), ("P", &np)])
+        logs(&coords, &[("A", &na), ("B", &nb), ("P", &np)])
     );
     for _ in 0..3 {
         let t = grants.take(p, Duration::from_secs(20)).unwrap();
@@ -348,7 +374,7 @@ fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primar
             new != 0
         }),
         "{}",
-        logs(&[("A", &na), ("B", &nb)])
+        logs(&coords, &[("A", &na), ("B", &nb)])
     );
     let missing = grants.missing_on(new);
     assert!(missing.is_empty(), "acknowledged durable grants lost in the failover: {missing:?}");
