@@ -364,6 +364,9 @@ fn run(name: &str, kill_leader: bool) {
         assert!(missing.is_empty(), "acknowledged durable grants not held on replica {r}: {missing:?}");
     }
 
+    let pinfo = text(p, &["INFO", "replication"]);
+    eprintln!("P served {} full and {} partial syncs", num(&pinfo, "full_syncs"), num(&pinfo, "partial_syncs"));
+
     // A real failover afterwards: P killed; the new primary holds every acknowledged grant, with larger tokens
     // in a larger epoch.
     np.kill9();
