@@ -680,7 +680,7 @@ async fn readopt(co: &Arc<Coordinator>, gc: &GroupConfig, g: &Group) -> Result<b
         }
         co.runtime.lock().unwrap().entry(g.name.clone()).or_default().reusable_epoch = None;
         tracing::warn!(
-            "{}: the primary {} is back and the failover{} promoted nobody: it stays the primary, at epoch {} (group epoch was {}, its own {}; {}), so the replicas that promised follow it again",
+            "{}: the primary {} is back and the failover{} did not finish: it stays the primary, at epoch {} (group epoch was {}, its own {}; {}), so the replicas that promised follow it again",
             g.name,
             g.primary,
             abandon.map_or(String::new(), |e| format!(" attempt at epoch {e}")),
