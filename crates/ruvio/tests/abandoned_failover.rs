@@ -241,17 +241,32 @@ fn leader(cports: &[u16]) -> Option<usize> {
 
 #[test]
 fn an_abandoned_durable_failover_leaves_no_replica_refusing_the_surviving_primary() {
-    run("abandoned-failover", false);
+    run("abandoned-failover", Fault::Pause);
 }
 
 /// The same, with the raft leader that abandoned the attempt killed before the primary comes back: the next leader
 /// (which did not allocate that epoch) re-adopts the primary.
 #[test]
 fn an_abandoned_durable_failover_is_resolved_by_the_next_raft_leader() {
-    run("abandoned-failover-leader", true);
+    run("abandoned-failover-leader", Fault::PauseAndKillLeader);
 }
 
-fn run(name: &str, kill_leader: bool) {
+/// The primary killed (kill -9) instead of paused, and restarted on its data folder as a primary: it comes back at
+/// its persisted epoch, and is re-adopted the same way.
+#[test]
+fn a_primary_restarted_after_an_abandoned_durable_failover_is_followed_again() {
+    run("abandoned-failover-kill", Fault::KillAndRestart);
+}
+
+#[derive(PartialEq)]
+enum Fault {
+    Pause,
+    PauseAndKillLeader,
+    KillAndRestart,
+}
+
+fn run(name: &str, fault: Fault) {
+    let kill_leader = fault == Fault::PauseAndKillLeader;
     let dir = temp_dir(name);
     let (p, a, b) = (free_port(), free_port(), free_port());
     let mut np = node(&dir, p, None);
@@ -290,8 +305,13 @@ fn run(name: &str, kill_leader: bool) {
     nb.signal(libc::SIGSTOP);
     grants.take(p, Duration::from_secs(20)).unwrap();
 
-    // P paused past down-after: the leader raises the epoch and gets A's promise only; R = 2, n = 1 needs both.
-    np.signal(libc::SIGSTOP);
+    // P paused past down-after (or killed): the leader raises the epoch and gets A's promise only; R = 2, n = 1
+    // needs both.
+    if fault == Fault::KillAndRestart {
+        np.kill9();
+    } else {
+        np.signal(libc::SIGSTOP);
+    }
     assert!(
         wait_until("the failover waits for B's promise", WAIT, || cports.iter().any(|&cp| {
             line(&text(cp, &["INFO", "coordinator"]), "group0_waiting").is_some_and(|w| w.contains("only 1 of 2"))
@@ -312,7 +332,11 @@ fn run(name: &str, kill_leader: bool) {
         coords.remove(l).1.kill9();
         cports.remove(l);
     }
-    np.signal(libc::SIGCONT);
+    if fault == Fault::KillAndRestart {
+        np = node(&dir, p, None);
+    } else {
+        np.signal(libc::SIGCONT);
+    }
     let back = Instant::now();
     if kill_leader {
         assert!(wait_until("a new raft leader", WAIT, || leader(&cports).is_some()), "{}", logs(&coords, &[]));
