@@ -365,6 +365,18 @@ async fn leader_group_tick(co: &Arc<Coordinator>, gc: &GroupConfig, g: &Group) -
         return Ok(());
     }
     let ruvio = primary_info.as_ref().is_some_and(|i| i.ruvio.is_some());
+    if ruvio {
+        // An abandoned failover first: a replica that promised its epoch refuses this primary until it moves above.
+        match readopt(co, gc, g).await {
+            Ok(false) => {}
+            // Acted (or tried): re-point on the next tick, with the group's new epoch.
+            Ok(true) => return Ok(()),
+            Err(e) => {
+                tracing::warn!("{}: re-adopting the primary {}: {e}", g.name, g.primary);
+                return Ok(());
+            }
+        }
+    }
     let mut todo = Vec::new();
     {
         let mut health = co.health.lock().unwrap();
@@ -607,6 +619,87 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
     rt.next_attempt = None;
     rt.durable_targets.clear();
     Ok(format!("failed over from {} to {to} at epoch {epoch} in {} ms ({note})", g.primary, started.elapsed().as_millis()))
+}
+
+/// The recorded primary is back (up, role master, not objectively down) after a failover away from it was
+/// abandoned: the agreed state still holds that failover, or a node promised an epoch above the primary's. A replica
+/// that promised refuses this primary's stream for as long as the primary stays at its older epoch, so the group
+/// would run without it until the next failover (docs/faults.md, finding 2). The leader (under the group's failover
+/// lock, so never during an attempt of its own) records through raft that the primary stays, at an epoch of its own
+/// (`AdoptPrimary`, refused if anything changed meanwhile), and only then moves the primary to it with
+/// `REPLICAOF NO ONE EPOCH e` (on a primary, that raises its epoch; its replicas reconnect and resume). The epoch is
+/// the abandoned attempt's only when this leader allocated it in this raft term and its last attempt at it ended
+/// waiting for promises, so no node was ever promoted at it (the rule that lets a retry reuse an epoch); otherwise a
+/// fresh one above every epoch allocated and every epoch or promise a node reported. Either way no other node ever
+/// issues tokens in that epoch, and the primary's tokens continue above its old ones. Also moves a primary whose
+/// epoch is below the group's recorded one (a re-adoption whose last step did not reach it). Returns whether it
+/// acted.
+async fn readopt(co: &Arc<Coordinator>, gc: &GroupConfig, g: &Group) -> Result<bool, String> {
+    // The highest epoch and promise the group's nodes reported (last probes).
+    let observed = |g: &Group| {
+        let health = co.health.lock().unwrap();
+        instances(g)
+            .iter()
+            .filter_map(|a| health.get(a)?.info.as_ref()?.ruvio)
+            .fold((0, 0), |(e, p), r| (e.max(r.epoch), p.max(r.promised_epoch)))
+    };
+    let abandoned = |g: &Group, primary_epoch: u64, max_promised: u64| g.failover.is_some() || max_promised > primary_epoch.max(g.epoch);
+    let probed = {
+        let health = co.health.lock().unwrap();
+        health.get(&g.primary).and_then(|h| h.info.as_ref()?.ruvio).map_or(0, |r| r.epoch)
+    };
+    if !abandoned(g, probed, observed(g).1) && probed >= g.epoch {
+        return Ok(false);
+    }
+    // Never while a failover runs (automatic or SENTINEL FAILOVER): it owns the failover in progress.
+    let Some(lock) = co.failover_locks.get(&g.name).cloned() else { return Ok(false) };
+    let Ok(_guard) = lock.try_lock_owned() else { return Ok(false) };
+    let Some(g) = co.sm.cluster().groups.get(&g.name).cloned() else { return Ok(false) };
+    // The primary's epoch now, not as last probed (a probe older than the last move would move it again).
+    let info = fetch_info(&g.primary, gc).await.ok_or_else(|| format!("{} did not answer INFO", g.primary))?;
+    let Some(rf) = info.ruvio.filter(|_| info.is_master) else { return Err(format!("{} is no longer a Ruvio primary", g.primary)) };
+    let (max_node_epoch, max_promised) = observed(&g);
+    let max_node_epoch = max_node_epoch.max(rf.epoch);
+    let adopt = abandoned(&g, rf.epoch, max_promised);
+    let target = if adopt {
+        let (_, term, _) = co.raft_status();
+        let reusable = co.runtime.lock().unwrap().get(&g.name).and_then(|r| r.reusable_epoch);
+        let abandon = g.failover.as_ref().map(|f| f.epoch);
+        let reuse = matches!((reusable, abandon), (Some((t, e)), Some(a))
+            if t == term && e == a && a > g.epoch && a > max_node_epoch && a >= max_promised);
+        let cmd = Command::AdoptPrimary {
+            name: g.name.clone(),
+            primary: g.primary.clone(),
+            abandon,
+            reuse,
+            min_epoch: max_node_epoch.max(max_promised) + 1,
+        };
+        let r = co.propose(cmd).await?;
+        if !r.ok {
+            return Err(r.message);
+        }
+        co.runtime.lock().unwrap().entry(g.name.clone()).or_default().reusable_epoch = None;
+        tracing::warn!(
+            "{}: the primary {} is back and the failover{} did not finish: it stays the primary, at epoch {} (group epoch was {}, its own {}; {}), so the replicas that promised follow it again",
+            g.name,
+            g.primary,
+            abandon.map_or(String::new(), |e| format!(" attempt at epoch {e}")),
+            r.epoch,
+            g.epoch,
+            rf.epoch,
+            if reuse { "the abandoned attempt's epoch, at which nobody was promoted" } else { "a fresh epoch" }
+        );
+        r.epoch
+    } else {
+        g.epoch
+    };
+    if rf.epoch < target {
+        let e = target.to_string();
+        node_cmd(&g.primary, gc, &["REPLICAOF", "NO", "ONE", "EPOCH", &e], Duration::from_secs(2)).await?;
+        tracing::info!("{}: the primary {} moved from epoch {} to {target}", g.name, g.primary, rf.epoch);
+        return Ok(true);
+    }
+    Ok(adopt)
 }
 
 /// Records why a failover does not promote (only when the reason changed, so waiting does not grow the log).

@@ -47,6 +47,10 @@ pub struct Group {
     pub last_failover: Option<FailoverRecord>,
     /// Why the last failover attempt did not promote (cleared when one completes).
     pub waiting_reason: Option<String>,
+    /// The highest epoch ever allocated to this group (failover attempts and re-adoptions), so an epoch is never
+    /// handed out twice, even after an attempt was abandoned or forgotten (`SENTINEL RESET`).
+    #[serde(default)]
+    pub max_epoch: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -67,6 +71,12 @@ pub enum Command {
     /// Makes `to` the primary at `epoch` (which must be the epoch of the failover in progress).
     FinishFailover { name: String, epoch: u64, to: String, forced: bool, note: String, now_ms: u64 },
     SetWaiting { name: String, reason: Option<String> },
+    /// The primary came back before a failover away from it promoted anyone: it stays the primary, at an epoch of
+    /// its own above every promise (docs/coordinator.md, "An abandoned failover"). Refused unless `primary` is still
+    /// the primary and the failover in progress is still the one abandoned (`abandon`: its epoch, None if none).
+    /// `reuse`: the abandoned attempt's own epoch (only when no node was ever promoted at it); otherwise a fresh
+    /// epoch above the group's, every allocated one and `min_epoch`.
+    AdoptPrimary { name: String, primary: String, abandon: Option<u64>, reuse: bool, min_epoch: u64 },
     /// SENTINEL RESET: forget replicas and D (rediscovered from the primary), keep primary and epoch.
     Reset { name: String },
 }
@@ -138,7 +148,8 @@ impl ClusterState {
                 if g.primary != *from {
                     return refuse(g.epoch, format!("{from} is no longer the primary of {name} (now {})", g.primary));
                 }
-                let epoch = g.epoch.max(g.failover.as_ref().map_or(0, |f| f.epoch)).max(min_epoch.saturating_sub(1)) + 1;
+                let epoch = g.epoch.max(g.max_epoch).max(g.failover.as_ref().map_or(0, |f| f.epoch)).max(min_epoch.saturating_sub(1)) + 1;
+                g.max_epoch = epoch;
                 g.failover = Some(FailoverInProgress { epoch, from: from.clone(), reason: reason.clone(), started_ms: *now_ms });
                 events.push(Event { channel: "+new-epoch", message: epoch.to_string() });
                 ok(epoch, "")
@@ -161,6 +172,7 @@ impl ClusterState {
                 }
                 g.durability_set.retain(|r| r != to);
                 g.epoch = *epoch;
+                g.max_epoch = g.max_epoch.max(*epoch);
                 g.failover = None;
                 g.waiting_reason = None;
                 g.last_failover = Some(FailoverRecord {
@@ -178,6 +190,27 @@ impl ClusterState {
                 events.push(Event { channel: "+failover-end", message: instance_desc("master", &old, name, &old) });
                 events.push(Event { channel: "+switch-master", message: format!("{name} {oip} {oport} {nip} {nport}") });
                 ok(*epoch, "")
+            }
+            Command::AdoptPrimary { name, primary, abandon, reuse, min_epoch } => {
+                let Some(g) = self.groups.get_mut(name) else { return refuse(0, format!("no group {name}")) };
+                if g.primary != *primary {
+                    return refuse(g.epoch, format!("{primary} is no longer the primary of {name} (now {})", g.primary));
+                }
+                let current = g.failover.as_ref().map(|f| f.epoch);
+                if current != *abandon {
+                    return refuse(g.epoch, format!("the failover in progress changed (now {current:?}, expected {abandon:?})"));
+                }
+                let epoch = match (*reuse, current) {
+                    (true, Some(e)) if e > g.epoch => e,
+                    (true, _) => return refuse(g.epoch, "the abandoned attempt's epoch cannot be reused".into()),
+                    (false, _) => g.epoch.max(g.max_epoch).max(current.unwrap_or(0)).max(min_epoch.saturating_sub(1)) + 1,
+                };
+                g.epoch = epoch;
+                g.max_epoch = g.max_epoch.max(epoch);
+                g.failover = None;
+                g.waiting_reason = None;
+                events.push(Event { channel: "+new-epoch", message: epoch.to_string() });
+                ok(epoch, "")
             }
             Command::SetWaiting { name, reason } => {
                 let Some(g) = self.groups.get_mut(name) else { return refuse(0, format!("no group {name}")) };
@@ -225,5 +258,74 @@ mod tests {
         assert!(ev.iter().any(|e| e.channel == "+switch-master" && e.message == "m h 1 h 2"));
         // The old primary can no longer be failed over from.
         assert!(!s.apply(&Command::BeginFailover { name: "m".into(), from: "h:1".into(), min_epoch: 0, reason: "x".into(), now_ms: 4 }, &mut ev).ok);
+    }
+
+    fn begin(s: &mut ClusterState, min_epoch: u64) -> Response {
+        s.apply(&Command::BeginFailover { name: "m".into(), from: "h:1".into(), min_epoch, reason: "odown".into(), now_ms: 1 }, &mut Vec::new())
+    }
+
+    fn adopt(s: &mut ClusterState, abandon: Option<u64>, reuse: bool, min_epoch: u64) -> Response {
+        s.apply(&Command::AdoptPrimary { name: "m".into(), primary: "h:1".into(), abandon, reuse, min_epoch }, &mut Vec::new())
+    }
+
+    fn group_at(epoch: u64) -> ClusterState {
+        let mut s = ClusterState::default();
+        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 1 }, &mut Vec::new());
+        s.groups.get_mut("m").unwrap().epoch = epoch;
+        s
+    }
+
+    #[test]
+    fn an_abandoned_attempt_readopts_the_primary_at_its_own_epoch_or_a_fresh_one() {
+        // Reuse: the primary takes the abandoned attempt's epoch; the next attempt goes above it.
+        let mut s = group_at(19);
+        assert_eq!(begin(&mut s, 0).epoch, 20);
+        let r = adopt(&mut s, Some(20), true, 21);
+        assert!(r.ok && r.epoch == 20, "{r:?}");
+        let g = &s.groups["m"];
+        assert_eq!((g.primary.as_str(), g.epoch, g.failover.clone(), g.waiting_reason.clone()), ("h:1", 20, None, None));
+        assert_eq!(begin(&mut s, 0).epoch, 21);
+
+        // Fresh: above the group's epoch, the attempt's and every promise reported (min_epoch).
+        let mut s = group_at(19);
+        begin(&mut s, 0);
+        let r = adopt(&mut s, Some(20), false, 23);
+        assert!(r.ok && r.epoch == 23, "{r:?}");
+        assert_eq!(begin(&mut s, 0).epoch, 24);
+        let mut s = group_at(19);
+        begin(&mut s, 0);
+        assert_eq!(adopt(&mut s, Some(20), false, 0).epoch, 21);
+
+        // Refused when the failover in progress is not the one abandoned (a newer attempt began meanwhile, or none
+        // is left), or the primary changed.
+        let mut s = group_at(19);
+        begin(&mut s, 0);
+        begin(&mut s, 0);
+        assert!(!adopt(&mut s, Some(20), true, 0).ok);
+        assert!(!adopt(&mut s, None, false, 0).ok);
+        assert!(adopt(&mut s, Some(21), true, 0).ok);
+        assert!(!adopt(&mut s, Some(21), true, 0).ok, "nothing left to abandon");
+        assert!(!adopt(&mut s, None, true, 0).ok, "reuse needs an abandoned attempt");
+        let mut ev = Vec::new();
+        s.apply(&Command::AddReplicas { name: "m".into(), replicas: vec!["h:2".into()], durable: vec![] }, &mut ev);
+        let e = begin(&mut s, 0).epoch;
+        s.apply(&Command::FinishFailover { name: "m".into(), epoch: e, to: "h:2".into(), forced: false, note: String::new(), now_ms: 2 }, &mut ev);
+        assert!(!adopt(&mut s, None, false, 0).ok, "h:1 is no longer the primary");
+    }
+
+    #[test]
+    fn an_epoch_is_never_allocated_twice_even_after_reset() {
+        // SENTINEL RESET forgets the attempt in progress, not the epochs handed out.
+        let mut s = group_at(4);
+        assert_eq!(begin(&mut s, 0).epoch, 5);
+        s.apply(&Command::Reset { name: "m".into() }, &mut Vec::new());
+        assert_eq!(begin(&mut s, 0).epoch, 6);
+        s.apply(&Command::Reset { name: "m".into() }, &mut Vec::new());
+        assert_eq!(adopt(&mut s, None, false, 0).epoch, 7);
+        // A state saved before max_epoch existed reads as 0 and still works.
+        let old = r#"{"groups":{"m":{"name":"m","primary":"h:1","replicas":[],"epoch":3,"durability_n":1,"durability_set":[],"promises":{},"failover":null,"last_failover":null,"waiting_reason":null}}}"#;
+        let mut s: ClusterState = serde_json::from_str(old).unwrap();
+        assert_eq!(s.groups["m"].max_epoch, 0);
+        assert_eq!(begin(&mut s, 0).epoch, 4);
     }
 }
