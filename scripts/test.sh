@@ -38,7 +38,7 @@ if [ "$(id -u)" = "0" ] && have apt-get; then
   export DEBIAN_FRONTEND=noninteractive
   apt_ok=0
   for attempt in 1 2 3; do
-    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools redis-sentinel; then
+    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools redis-sentinel faketime; then
       apt_ok=1
       break
     fi

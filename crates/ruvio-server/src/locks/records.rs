@@ -45,3 +45,18 @@ pub fn fenceset(key: &[u8], token: i64, value: &[u8], deadline: u64) -> Vec<Byte
     let wall = if deadline == 0 { 0 } else { clock::mono_to_wall(deadline) };
     vec![Bytes::from_static(b"FENCESET"), Bytes::copy_from_slice(key), num(token), Bytes::copy_from_slice(value), num(wall)]
 }
+
+/// Moves the wall-clock deadline inside a LOCKSET or FENCESET record by `by_ms` (other records are left alone): a
+/// replica applies its primary's lock records on its own clock, keeping each holder's remaining time (see
+/// `replication::replica`).
+pub fn shift_deadline(args: &mut [Bytes], by_ms: i64) {
+    let at = match args.first().map(|a| a.to_ascii_uppercase()) {
+        Some(name) if name == b"LOCKSET" => 5,
+        Some(name) if name == b"FENCESET" => 4,
+        _ => return,
+    };
+    let Some(deadline) = args.get(at).and_then(|a| std::str::from_utf8(a).ok()?.parse::<i64>().ok()) else { return };
+    if deadline != 0 && by_ms != 0 {
+        args[at] = num(deadline.saturating_add(by_ms));
+    }
+}

@@ -77,7 +77,7 @@ pub fn load(host: &impl Host, replay: &mut dyn Replay) -> Result<Loaded, String>
     let mut expected_lsn: Option<u64> = None;
     if let Some(base) = &m.base {
         let path = dir.join(base);
-        let (lsn, keys, size) = load_snapshot(host, &path)?;
+        let (lsn, keys, size) = load_snapshot(host, &path, Clock::Own)?;
         expected_lsn = Some(lsn + 1);
         out.keys = keys;
         out.total_size += size;
@@ -100,13 +100,28 @@ pub fn load(host: &impl Host, replay: &mut dyn Replay) -> Result<Loaded, String>
     Ok(out)
 }
 
+/// Whose wall clock a snapshot's deadlines are on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// This node's (its own snapshot, at start-up).
+    Own,
+    /// Its primary's (a full sync): lock deadlines are moved by how far this clock is from the snapshot's creation
+    /// time, so each holder keeps at least the time it had left then (as `replication::replica` does for records).
+    Primary,
+}
+
 /// Loads a snapshot file directly into the store. Returns (its LSN, keys, file size).
-pub(crate) fn load_snapshot(host: &impl Host, path: &Path) -> Result<(u64, u64, u64), String> {
+pub(crate) fn load_snapshot(host: &impl Host, path: &Path, clock: Clock) -> Result<(u64, u64, u64), String> {
     let mut r = open_reader(path).map_err(|e| format!("opening {}: {e}", path.display()))?.map_err(|e| at(path, &e))?;
     if r.header.kind != FileKind::Snapshot {
         return Err(format!("{} is not a snapshot file", path.display()));
     }
     let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let lock_shift = match clock {
+        Clock::Own => 0,
+        Clock::Primary => crate::clock::wall_ms() - r.header.created_wall_ms,
+    };
+    let shifted = |deadline: u64| if deadline == 0 { 0 } else { (deadline as i64).saturating_add(lock_shift).max(1) as u64 };
     let mut keys = 0;
     let hash_limits = host.config().read().hash_limits();
     let mut store = host.store().lock();
@@ -131,12 +146,15 @@ pub(crate) fn load_snapshot(host: &impl Host, path: &Path) -> Result<(u64, u64, 
             RecordKind::Key => {
                 let (key, mut entry) = decode_key(&rec.payload).map_err(bad)?;
                 // Lock holders need their deadlines on the lock timer, as a grant would have put them there.
-                match &entry.data {
+                match &mut entry.data {
                     Data::Lease(l) => {
+                        entry.expire_at = shifted(entry.expire_at);
                         store.locks.tokens.observe(l.token);
                         store.locks.arm(entry.expire_at, db, key);
                     }
                     Data::Semaphore(s) => {
+                        entry.expire_at = shifted(entry.expire_at);
+                        s.holders.iter_mut().for_each(|h| h.deadline = shifted(h.deadline));
                         for h in &s.holders {
                             store.locks.tokens.observe(h.token);
                             store.locks.arm(h.deadline, db, key);

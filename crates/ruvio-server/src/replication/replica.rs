@@ -200,7 +200,7 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Res
             store.log.clear();
             store.locks.tokens.set_epoch(epoch);
         }
-        let (snap_lsn, _keys, _size) = crate::persistence::loader::load_snapshot(shared, path)?;
+        let (snap_lsn, _keys, _size) = crate::persistence::loader::load_snapshot(shared, path, crate::persistence::loader::Clock::Primary)?;
         if snap_lsn != lsn {
             return Err(format!("the snapshot is of LSN {snap_lsn}, the primary announced {lsn}"));
         }
@@ -328,13 +328,21 @@ fn apply(shared: &Arc<Shared>, replayer: &mut Replayer, bytes: &[u8], first: u64
         let db = u32::from_le_bytes(h[24..28].try_into().expect("4 bytes")) as usize;
         let payload = &bytes[at + RECORD_HEADER_LEN..at + RECORD_HEADER_LEN + len];
         at += RECORD_HEADER_LEN + len;
-        let args = match decode_command(payload) {
+        let mut args = match decode_command(payload) {
             Ok(a) => a,
             Err(e) => {
                 failure = Some(format!("record {lsn}: {e}"));
                 break;
             }
         };
+        // The record's times are on the primary's wall clock. It is applied as of now on this node's clock, and a
+        // lock deadline moves by as much, so every holder keeps at least the time it had left when the primary
+        // wrote the record, whatever this clock says: a replica whose clock ran ahead would otherwise see the
+        // leases as expired and, once promoted, grant them again (found by the fault suite's clock nemesis).
+        // A record read late (catching up) only keeps its holders longer. The journal keeps the primary's bytes.
+        let skew = crate::clock::wall_ms() - wall;
+        crate::locks::records::shift_deadline(&mut args, skew);
+        let wall = wall + skew;
         if db >= guard.as_ref().map_or(0, |g| g.dbs.len()) {
             failure = Some(format!("record {lsn}: database {db} does not exist here (databases differ)"));
             break;
