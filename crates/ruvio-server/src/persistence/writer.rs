@@ -137,7 +137,8 @@ pub fn start(host: &Arc<impl Host>, loaded: Loaded, reservation: Arc<Reservation
         preallocate_failed: None,
     };
     *aof.log_writer.lock() = Some(w);
-    let for_thread = host.clone();
+    // The thread holds the server weakly: the server owns persistence, not the other way round.
+    let for_thread = Arc::downgrade(host);
     let handle = std::thread::Builder::new().name("ruvio-aof-writer".into()).spawn(move || run(&for_thread, &reservation)).map_err(|e| e.to_string())?;
     *aof.runtime.lock() = Some(Runtime { writer: handle });
     Ok(())
@@ -220,12 +221,15 @@ pub fn create_log_file(path: &std::path::Path, first_lsn: u64) -> std::io::Resul
     super::sync_dir(path.parent().unwrap_or(std::path::Path::new(".")))
 }
 
-/// The writer thread's loop; ends at shutdown once everything committed is written and fsynced.
-fn run(host: &Arc<impl Host>, reservation: &Reservation) {
-    let aof = &host.aof();
+/// The writer thread's loop; ends at shutdown once everything committed is written and fsynced (or when the server
+/// is gone).
+fn run<H: Host>(server: &std::sync::Weak<H>, reservation: &Reservation) {
     let mut last_drain = Instant::now();
     let mut last_token_check = Instant::now() - TOKEN_CHECK_EVERY;
     loop {
+        let Some(host) = server.upgrade() else { return };
+        let host = &host;
+        let aof = host.aof();
         let policy = host.config().read().appendfsync;
         // Under everysec/no nobody waits for the log, so commits do not wake the writer: it comes round every
         // couple of milliseconds instead, sparing a thread wake-up per write.
