@@ -179,6 +179,7 @@ fn finds_the_primary_follows_a_failover_and_never_repeats_an_ambiguous_lease() {
     assert_eq!(info, Value::Array(vec![Value::Bulk("replicas".into()), Value::Integer(1)]), "durability re-sent on the new connection");
 }
 
+#[cfg(feature = "tokio")]
 #[test]
 fn async_client_follows_a_failover() {
     let mut g = start_group();
