@@ -15,10 +15,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cluster::{cmd, line, text, Proc};
 use common::{bulk, free_port, temp_dir, Conn};
 use ruvio_protocol::Value;
 
@@ -36,33 +37,6 @@ fn bin() -> String {
     }
 }
 
-struct Proc {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Proc {
-    fn signal(&self, sig: i32) {
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(self.child.id() as i32, sig) };
-    }
-    fn kill9(&mut self) {
-        self.signal(libc::SIGKILL);
-        let _ = self.child.wait();
-    }
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.signal(libc::SIGCONT);
-            self.kill9();
-        }
-    }
-}
 
 fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
@@ -74,20 +48,6 @@ fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) -> bool 
         std::thread::sleep(Duration::from_millis(50));
     }
     true
-}
-
-fn cmd(port: u16, args: &[&str]) -> Option<Value> {
-    let mut c = Conn::try_connect(port).ok()?;
-    c.set_timeout(Duration::from_secs(5));
-    c.try_cmd(args).ok()
-}
-
-fn text(port: u16, args: &[&str]) -> String {
-    cmd(port, args).and_then(|v| bulk(&v)).unwrap_or_default()
-}
-
-fn line(t: &str, name: &str) -> Option<String> {
-    t.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|s| s.trim().to_string()))
 }
 
 fn num(t: &str, name: &str) -> u64 {

@@ -14,11 +14,12 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::cluster::{cmd, line, text, Proc};
 use common::{bulk, free_port, temp_dir, Conn};
 use ruvio_protocol::Value;
 
@@ -27,36 +28,6 @@ const CLIENTS: usize = 16;
 /// Long enough that every grant of the test is still held when it is checked.
 const TTL: &str = "180000";
 
-struct Proc {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Proc {
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-    fn signal(&self, sig: i32) {
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(self.pid(), sig) };
-    }
-    fn kill9(&mut self) {
-        self.signal(libc::SIGKILL);
-        let _ = self.child.wait();
-    }
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            self.signal(libc::SIGCONT);
-            self.kill9();
-        }
-    }
-}
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -64,20 +35,6 @@ fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
         assert!(start.elapsed() < WAIT, "timed out waiting for: {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn cmd(port: u16, args: &[&str]) -> Option<Value> {
-    let mut c = Conn::try_connect(port).ok()?;
-    c.set_timeout(Duration::from_secs(5));
-    c.try_cmd(args).ok()
-}
-
-fn text(port: u16, args: &[&str]) -> String {
-    cmd(port, args).and_then(|v| bulk(&v)).unwrap_or_default()
-}
-
-fn line(t: &str, name: &str) -> Option<String> {
-    t.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|s| s.trim().to_string()))
 }
 
 /// The failover epoch a token carries (docs/fencing.md: the 10 bits below the sign bit).
