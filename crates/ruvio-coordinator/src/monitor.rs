@@ -126,11 +126,20 @@ async fn probe_loop(co: Arc<Coordinator>, addr: String, gc: GroupConfig) {
                 Ok(v) if !v.is_error() => {
                     let info = parse_info(&text(&v));
                     let now = Instant::now();
+                    let lease = write_lease(&co, &addr, &gc, &info);
                     if let Some(h) = co.health.lock().unwrap().get_mut(&addr) {
                         h.last_ok = Some(now);
                         h.last_reply = Some(now);
                         h.info = Some(info);
                         h.info_at = Some(now);
+                    }
+                    if let Some(args) = lease {
+                        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                        match c.cmd(&args, reply_limit).await {
+                            Ok(v) if v.is_error() => tracing::debug!("{addr} refused the write lease: {}", text(&v)),
+                            Ok(_) => {}
+                            Err(_) => conn = None,
+                        }
                     }
                 }
                 Ok(v) => {
@@ -149,6 +158,34 @@ async fn probe_loop(co: Arc<Coordinator>, addr: String, gc: GroupConfig) {
         }
         tokio::time::sleep(interval).await;
     }
+}
+
+/// How long a write lease lasts: half of down-after (a failover begins no earlier than down-after after the
+/// primary's last reply, so the old primary's leases have run out by then), and at least two probe intervals.
+pub fn lease_ms(g: &GroupConfig) -> u64 {
+    let interval = probe_interval(g).as_millis() as u64;
+    (g.down_after_ms / 2).max(interval * 2).min(g.down_after_ms.max(1))
+}
+
+/// `REPLICATION LEASE <epoch> <ms> <this coordinator> <coordinators>` for the Ruvio primary this coordinator's agreed
+/// state names, while no failover away from it is under way (docs/coordinator.md, "The write lease").
+fn write_lease(co: &Coordinator, addr: &str, gc: &GroupConfig, info: &ReplInfo) -> Option<Vec<String>> {
+    if !info.is_master || info.ruvio.is_none() {
+        return None;
+    }
+    let cluster = co.sm.cluster();
+    let g = cluster.groups.get(&gc.name)?;
+    if g.primary != addr || g.failover.is_some() {
+        return None;
+    }
+    Some(vec![
+        "REPLICATION".into(),
+        "LEASE".into(),
+        g.epoch.to_string(),
+        lease_ms(gc).to_string(),
+        co.node_id.to_string(),
+        co.members.len().to_string(),
+    ])
 }
 
 /// Every coordinator: keeps one probe task per node, computes subjective down, publishes +sdown/-sdown.

@@ -139,6 +139,21 @@ pub fn not_durable_write(replicas: usize, timeout_ms: u64) -> ruvio_protocol::Va
         "NOTDURABLE the write was applied here but not acknowledged as fsynced by {replicas} replica(s) within {timeout_ms} ms; a failover may lose it"
     ))
 }
+/// A durable write whose acknowledgements arrived while this primary held no write lease from its coordinators.
+pub fn not_durable_no_lease(grant: bool, timeout_ms: u64) -> ruvio_protocol::Value {
+    let what = if grant { "the grant was undone and the lock is not held" } else { "the write was applied here, and a failover may lose it" };
+    ruvio_protocol::Value::error(format!(
+        "NOTDURABLE this primary has not been leased by a majority of its coordinators within {timeout_ms} ms (it may be cut off from them, and a failover may be under way); {what}"
+    ))
+}
+
+pub const ERR_LEASE_RANGE: &str = "ERR lease: ms must be 1..600000, coordinators 1..15, and the coordinator id 1..coordinators";
+pub const ERR_LEASE_ON_REPLICA: &str = "ERR a replica takes no write lease; only a primary does";
+
+pub fn lease_for_other_epoch(epoch: u64, own: u64) -> String {
+    format!("ERR lease for epoch {epoch} refused: this primary is at epoch {own}")
+}
+
 pub const ERR_EPOCH_RANGE: &str = "ERR epoch must be an integer between 0 and 1023";
 
 pub fn epoch_older_than_promised(epoch: u64, promised: u64) -> String {

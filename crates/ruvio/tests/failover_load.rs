@@ -13,14 +13,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::cluster::{cmd, line, text, Proc};
-use common::{bulk, free_port, temp_dir, Conn};
+use common::cluster::{cmd, line, text, wait_for, Cluster};
+use common::{bulk, Conn};
 use ruvio_protocol::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -28,114 +26,9 @@ const CLIENTS: usize = 16;
 /// Long enough that every grant of the test is still held when it is checked.
 const TTL: &str = "180000";
 
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < WAIT, "timed out waiting for: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// The failover epoch a token carries (docs/fencing.md: the 10 bits below the sign bit).
 fn epoch_of(token: i64) -> i64 {
     token >> 53
-}
-
-struct Cluster {
-    dir: PathBuf,
-    nodes: Vec<(u16, Option<Proc>)>,
-    coords: Vec<(u16, Option<Proc>)>,
-}
-
-fn node(dir: &Path, port: u16, primary: Option<u16>) -> Proc {
-    let d = dir.join(format!("node-{port}"));
-    std::fs::create_dir_all(&d).unwrap();
-    let mut c = Command::new(env!("CARGO_BIN_EXE_ruvio"));
-    c.args(["--port", &port.to_string(), "--dir", d.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always"]);
-    if let Some(p) = primary {
-        c.args(["--replicaof", &format!("127.0.0.1 {p}")]);
-    }
-    let log = d.join("log");
-    let child = c.stdout(Stdio::null()).stderr(std::fs::File::options().create(true).append(true).open(&log).unwrap()).spawn().unwrap();
-    let p = Proc { child, log };
-    wait_for(&format!("node {port} up"), || cmd(port, &["PING"]).is_some());
-    p
-}
-
-impl Cluster {
-    /// A primary, `replicas` replicas, three coordinators with `durability-replicas n`; returns once every
-    /// coordinator counts every replica in the durability set.
-    fn start(name: &str, replicas: usize, n: usize) -> Cluster {
-        let dir = temp_dir(name);
-        let p0 = free_port();
-        let mut nodes = vec![(p0, Some(node(&dir, p0, None)))];
-        for _ in 0..replicas {
-            let p = free_port();
-            nodes.push((p, Some(node(&dir, p, Some(p0)))));
-        }
-        let cports: Vec<u16> = (0..3).map(|_| free_port()).collect();
-        let peers: Vec<String> = cports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
-        let mut coords = Vec::new();
-        for &cp in &cports {
-            let d = dir.join(format!("coordinator-{cp}"));
-            std::fs::create_dir_all(&d).unwrap();
-            let conf = d.join("coordinator.conf");
-            std::fs::write(
-                &conf,
-                format!(
-                    "port {cp}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {p0} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster {n}\n",
-                    d.display(),
-                    peers.join(" ")
-                ),
-            )
-            .unwrap();
-            let log = d.join("log");
-            let child = Command::new(env!("CARGO_BIN_EXE_ruvio"))
-                .args(["coordinator", "--config", conf.to_str().unwrap()])
-                .env("RUST_LOG", "info,openraft=warn")
-                .stdout(Stdio::null())
-                .stderr(std::fs::File::create(&log).unwrap())
-                .spawn()
-                .unwrap();
-            coords.push((cp, Some(Proc { child, log })));
-        }
-        let c = Cluster { dir, nodes, coords };
-        let want: Vec<String> = c.nodes[1..].iter().map(|(p, _)| format!("127.0.0.1:{p}")).collect();
-        wait_for("every coordinator counts every replica in the durability set", || {
-            c.coords.iter().all(|(cp, _)| {
-                let g = line(&text(*cp, &["INFO", "coordinator"]), "group0").unwrap_or_default();
-                let set = g.split("durability_set=").nth(1).unwrap_or("").split(',').next().unwrap_or("").to_string();
-                want.iter().all(|w| set.split(';').any(|s| s == w))
-            })
-        });
-        c
-    }
-
-    fn coord_ports(&self) -> Vec<u16> {
-        self.coords.iter().filter(|(_, p)| p.is_some()).map(|(p, _)| *p).collect()
-    }
-
-    fn node_mut(&mut self, port: u16) -> &mut Option<Proc> {
-        &mut self.nodes.iter_mut().find(|(p, _)| *p == port).unwrap().1
-    }
-
-    fn logs(&self) -> String {
-        let mut s = String::new();
-        for (p, c) in self.coords.iter().chain(self.nodes.iter()) {
-            if let Some(c) = c {
-                s.push_str(&format!("---- {p}\n{}\n", c.log()));
-            }
-        }
-        s
-    }
-
-    /// The group's epoch as a coordinator reports it.
-    fn epoch(&self) -> u64 {
-        let ports = self.coord_ports();
-        let g = line(&text(ports[0], &["INFO", "coordinator"]), "group0").unwrap_or_default();
-        g.split("epoch=").nth(1).and_then(|s| s.split(',').next()).and_then(|s| s.parse().ok()).unwrap_or(0)
-    }
 }
 
 /// The primary's port as the first answering coordinator names it.

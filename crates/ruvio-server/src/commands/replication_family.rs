@@ -14,6 +14,7 @@ use crate::errors::*;
 use crate::keyspace::Expiry;
 use crate::client::Handover;
 use crate::journal::{Counted, Need};
+use crate::replication::lease::MAX_COORDINATORS;
 use crate::shared::Shared;
 
 macro_rules! cmd {
@@ -44,6 +45,7 @@ pub static COMMANDS: &[CommandSpec] = &[
 
 static REPLICATION_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("promise", 3, ADMIN | STALE | LOADING, "Promises (durably) to follow no primary of an epoch older than the given one; answers [promised epoch, LSN, fsynced LSN].", replication_promise),
+    cmd!("lease", -3, ADMIN | STALE, "A coordinator's write lease: `LEASE epoch ms coordinator-id coordinators`, or `LEASE OFF` to stop requiring one.", replication_lease),
 ];
 
 /// REPLICAOF host port [EPOCH e] | NO ONE [EPOCH e].
@@ -66,6 +68,10 @@ fn replicaof(ctx: &mut Ctx) -> Value {
     if eq_ic(host, "no") && eq_ic(port, "one") {
         if !shared.replication.is_replica() && epoch.is_none() {
             return Value::ok();
+        }
+        if epoch.is_none() {
+            // A promotion by hand: the operator, not the coordinators, runs this node now.
+            shared.replication.stop_requiring_lease();
         }
         promote(shared, ctx.store(), epoch);
         return Value::ok();
@@ -271,3 +277,34 @@ fn replication_promise(ctx: &mut Ctx) -> Value {
         Value::Integer(fsynced as i64),
     ])
 }
+
+/// REPLICATION LEASE epoch ms coordinator-id coordinators | REPLICATION LEASE OFF (replication/lease.rs).
+fn replication_lease(ctx: &mut Ctx) -> Value {
+    let a = ctx.args;
+    if a.len() == 3 && eq_ic(&a[2], "off") {
+        ctx.shared.replication.stop_requiring_lease();
+        return Value::ok();
+    }
+    if a.len() != 6 {
+        return Value::error(ERR_SYNTAX);
+    }
+    let num = |b: &Bytes| int_arg(b).ok().filter(|n| *n >= 0).map(|n| n as u64);
+    let (Some(epoch), Some(ms), Some(id), Some(of)) = (num(&a[2]), num(&a[3]), num(&a[4]), num(&a[5])) else {
+        return Value::error(ERR_SYNTAX);
+    };
+    if !(1..=MAX_LEASE_MS).contains(&ms) || !(1..=MAX_COORDINATORS).contains(&of) || !(1..=of).contains(&id) {
+        return Value::error(ERR_LEASE_RANGE);
+    }
+    if ctx.shared.replication.is_replica() {
+        return Value::error(ERR_LEASE_ON_REPLICA);
+    }
+    let own = ctx.store().locks.tokens.epoch() as u64;
+    if epoch != own {
+        return Value::error(lease_for_other_epoch(epoch, own));
+    }
+    ctx.shared.replication.grant_lease(id, of as usize, ms);
+    Value::ok()
+}
+
+/// The longest lease a coordinator may give (its down-after-milliseconds is far below).
+const MAX_LEASE_MS: u64 = 600_000;

@@ -2,7 +2,8 @@
 //! fsynced here and n replicas acknowledged it fsynced. If that does not happen within `durability-timeout`, a lock
 //! grant is taken back through the log (the client was never told it holds the lock, so nobody does) and the reply
 //! is a `NOTDURABLE` error; any other write stays applied (as with WAIT) and the error says so. Never a quiet
-//! fall back to asynchronous.
+//! fall back to asynchronous. A primary that its coordinators lease (replication/lease.rs) also needs the lease
+//! valid when the acknowledgements are in; otherwise the same timeout path, with its own text.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use ruvio_protocol::Value;
 use crate::client::{ClientInfo, ClientState};
 use crate::context::Block;
 use crate::dispatch::{execute, Caller};
-use crate::errors::{not_durable_grant_undone, not_durable_write};
+use crate::errors::{not_durable_grant_undone, not_durable_no_lease, not_durable_write};
 use crate::journal::Need;
 use crate::shared::Shared;
 
@@ -26,13 +27,24 @@ pub fn wait(shared: &Arc<Shared>, db: usize, lsn: u64, replicas: usize, args: &[
     let shared = shared.clone();
     tokio::spawn(async move {
         let need = Need::durable(lsn, replicas);
-        let met = tokio::time::timeout(Duration::from_millis(timeout_ms), shared.journal.durability.wait(need)).await.is_ok();
+        let durable = async {
+            shared.journal.durability.wait(need).await;
+            // Acknowledged: answered only while the coordinators' lease holds (replication/lease.rs).
+            shared.replication.lease.wait_valid().await;
+        };
+        let met = tokio::time::timeout(Duration::from_millis(timeout_ms), durable).await.is_ok();
+        let no_lease = !met && shared.journal.durability.met(need);
         let answer = match (met, grant) {
             (true, _) => reply,
             (false, Some((key, token))) => {
                 undo_grant(&shared, db, key, token);
-                not_durable_grant_undone(replicas, timeout_ms)
+                if no_lease {
+                    not_durable_no_lease(true, timeout_ms)
+                } else {
+                    not_durable_grant_undone(replicas, timeout_ms)
+                }
             }
+            (false, None) if no_lease => not_durable_no_lease(false, timeout_ms),
             (false, None) => not_durable_write(replicas, timeout_ms),
         };
         let _ = tx.send(answer);

@@ -11,6 +11,7 @@
 //! LSNs are its primary's.
 
 pub mod durable;
+pub mod lease;
 pub mod primary;
 pub mod replica;
 
@@ -77,6 +78,8 @@ pub struct Replication {
     /// Full and partial (resumed) syncs served since start (INFO).
     pub full_syncs: AtomicU64,
     pub partial_syncs: AtomicU64,
+    /// The coordinators' write lease: durable writes are answered only while it holds (once required).
+    pub lease: lease::WriteLease,
 }
 
 impl Default for Replication {
@@ -95,11 +98,13 @@ impl Default for Replication {
             min_replicas_max_lag: AtomicU64::new(10),
             full_syncs: AtomicU64::new(0),
             partial_syncs: AtomicU64::new(0),
+            lease: lease::WriteLease::default(),
         }
     }
 }
 
-/// The file in the data folder holding the replication id and the promised epoch.
+/// The file in the data folder holding the replication id, the promised epoch and whether a write lease is
+/// required.
 pub const STATE_FILE: &str = "replication.state";
 
 /// 40 hex characters, like Redis's replication ids.
@@ -178,6 +183,9 @@ impl Replication {
                     let e = e.parse().map_err(|_| format!("{}: bad promised-epoch", path.display()))?;
                     self.promised.store(e, Ordering::Release);
                 }
+                Some(("write-lease", "required")) => {
+                    self.lease.set_required(true);
+                }
                 _ => return Err(format!("{}: unexpected line '{line}'", path.display())),
             }
         }
@@ -186,7 +194,11 @@ impl Replication {
 
     fn save(&self) {
         let Some(dir) = self.dir.lock().clone() else { return };
-        let text = format!("replid {}\npromised-epoch {}\n", self.replid.lock(), self.promised_epoch());
+        let mut text = format!("replid {}\npromised-epoch {}\n", self.replid.lock(), self.promised_epoch());
+        // Written only when set, so a node that was never leased keeps a file older versions read.
+        if self.lease.required() {
+            text.push_str("write-lease required\n");
+        }
         let tmp = dir.join(format!("{STATE_FILE}.tmp"));
         let written = (|| {
             use std::io::Write;
@@ -201,6 +213,23 @@ impl Replication {
         }
     }
 
+    /// Coordinator `id` of `coordinators` leases this primary for `ms` (the first lease makes it required, on
+    /// disk before this returns).
+    pub fn grant_lease(&self, id: u64, coordinators: usize, ms: u64) {
+        if self.lease.grant(id, coordinators, ms) {
+            self.save();
+            tracing::info!("write lease received from coordinator {id} of {coordinators}: durable writes now need a majority of the coordinators");
+        }
+    }
+
+    /// An operator took over: durable writes no longer need the coordinators' lease.
+    pub fn stop_requiring_lease(&self) {
+        if self.lease.set_required(false) {
+            self.save();
+            tracing::warn!("write lease no longer required: durable writes are answered without the coordinators");
+        }
+    }
+
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
@@ -211,6 +240,7 @@ impl Replication {
         s.upstream = Some(Upstream { host, port, state: "connect", last_io: None, sync_in_progress: false });
         self.replica.store(true, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.lease.drop_leases();
         self.link_wanted.notify_one();
     }
 
@@ -340,5 +370,17 @@ pub fn info_section(r: &Replication, journal: &crate::journal::Journal, figures:
         journal.oldest_lsn(),
         r.full_syncs.load(Ordering::Relaxed),
         r.partial_syncs.load(Ordering::Relaxed),
+    );
+    let lease = r.lease.status();
+    let _ = write!(
+        out,
+        "ruvio_write_lease:{}\r\nruvio_write_lease_coordinators:{}/{}\r\n",
+        match (lease.required, lease.valid) {
+            (false, _) => "not-required",
+            (true, true) => "valid",
+            (true, false) => "expired",
+        },
+        lease.holders,
+        lease.needed,
     );
 }

@@ -1,0 +1,160 @@
+//! The write lease (docs/coordinator.md, "The write lease"): a primary that its coordinators lease answers durable
+//! writes only while a majority of them reach it. First the server's side, driven by hand with
+//! `REPLICATION LEASE`; then three real coordinators, two of them paused.
+
+mod common;
+
+use std::time::Duration;
+
+use common::cluster::{cmd, line, node, text, wait_for, Cluster, Proc};
+use common::{free_port, is_ok, temp_dir, Conn};
+use ruvio_protocol::Value;
+
+fn err(v: &Value) -> String {
+    match v {
+        Value::Error(e) => String::from_utf8_lossy(e).into_owned(),
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+fn token(v: &Value) -> i64 {
+    match v {
+        Value::Integer(t) => *t,
+        other => panic!("expected a token, got {other:?}"),
+    }
+}
+
+fn lease_state(port: u16) -> String {
+    line(&text(port, &["INFO", "replication"]), "ruvio_write_lease").unwrap_or_default()
+}
+
+fn replica_online(primary: u16) -> bool {
+    text(primary, &["INFO", "replication"]).contains("state=online")
+}
+
+/// A connection whose writes wait for one replica's fsync, giving up after `timeout_ms`.
+fn durable_conn(port: u16, timeout_ms: u64) -> Conn {
+    let mut c = Conn::connect(port);
+    c.set_timeout(Duration::from_secs(30));
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "durability-timeout", &timeout_ms.to_string()])));
+    assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
+    c
+}
+
+#[test]
+fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators_lease_it() {
+    let dir = temp_dir("write-lease");
+    let (p0, p1) = (free_port(), free_port());
+    let mut n0 = node(&dir, p0, None);
+    let _n1 = node(&dir, p1, Some(p0));
+    wait_for("the replica online", || replica_online(p0));
+    let epoch = line(&text(p0, &["INFO", "replication"]), "ruvio_epoch").unwrap();
+    let mut c = durable_conn(p0, 1000);
+
+    // Never leased: durable writes need only the replica.
+    assert_eq!(lease_state(p0), "not-required");
+    token(&c.cmd(&["LEASE", "k1", "60000"]));
+
+    // Leases that name another epoch, a bad range, or a replica are refused and change nothing.
+    let other = (epoch.parse::<u64>().unwrap() + 1).to_string();
+    assert!(err(&c.cmd(&["REPLICATION", "LEASE", &other, "1000", "1", "3"])).contains("refused: this primary is at epoch"));
+    assert!(err(&c.cmd(&["REPLICATION", "LEASE", &epoch, "0", "1", "3"])).starts_with("ERR lease"));
+    assert!(err(&c.cmd(&["REPLICATION", "LEASE", &epoch, "1000", "4", "3"])).starts_with("ERR lease"));
+    assert!(err(&cmd(p1, &["REPLICATION", "LEASE", &epoch, "1000", "1", "3"]).unwrap()).contains("replica"));
+    assert_eq!(lease_state(p0), "not-required");
+
+    // One coordinator of three: not a majority. The durable grant times out, is undone, and says why.
+    assert!(is_ok(&c.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "1", "3"])));
+    assert_eq!(lease_state(p0), "expired");
+    let refused = err(&c.cmd(&["LEASE", "k2", "60000"]));
+    assert!(refused.starts_with("NOTDURABLE") && refused.contains("not been leased by a majority") && refused.contains("undone"), "{refused}");
+    let mut plain = Conn::connect(p0);
+    token(&plain.cmd(&["LEASE", "k2", "60000"]));
+    assert!(is_ok(&plain.cmd(&["SET", "plain", "1"])), "writes that are not durable go on");
+    let refused = err(&c.cmd(&["SET", "durable", "1"]));
+    assert!(refused.contains("not been leased") && refused.contains("applied here"), "{refused}");
+
+    // A durable grant waiting for the lease is answered by the lease that completes the majority.
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "durability-timeout", "20000"])));
+    c.send(&["LEASE", "k3", "60000"]).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(is_ok(&plain.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "2", "3"])));
+    token(&c.read_reply().unwrap());
+    assert_eq!(lease_state(p0), "valid");
+    assert_eq!(line(&text(p0, &["INFO", "replication"]), "ruvio_write_lease_coordinators").as_deref(), Some("2/2"));
+
+    // A lease ends on its own.
+    assert!(is_ok(&c.cmd(&["REPLICATION", "LEASE", &epoch, "300", "1", "1"])));
+    assert_eq!(lease_state(p0), "valid");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(lease_state(p0), "expired");
+
+    // Required across a restart: a restarted primary waits for its coordinators.
+    drop(c);
+    n0.kill9();
+    let _n0 = node(&dir, p0, None);
+    wait_for("the replica online again", || replica_online(p0));
+    assert_eq!(lease_state(p0), "expired");
+    let mut c = durable_conn(p0, 1000);
+    assert!(err(&c.cmd(&["LEASE", "k4", "60000"])).contains("not been leased"));
+
+    // An operator takes over: durable writes no longer need the coordinators, also after a restart.
+    assert!(is_ok(&c.cmd(&["REPLICATION", "LEASE", "OFF"])));
+    assert_eq!(lease_state(p0), "not-required");
+    token(&c.cmd(&["LEASE", "k4", "60000"]));
+    drop(c);
+    drop(_n0);
+    let _n0 = node(&dir, p0, None);
+    assert_eq!(lease_state(p0), "not-required");
+}
+
+/// The primary as the first answering coordinator names it.
+fn primary_of(cluster: &Cluster) -> Option<u16> {
+    for cp in cluster.coord_ports() {
+        if let Some(Value::Array(v)) = cmd(cp, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]) {
+            return common::bulk(&v[1])?.parse().ok();
+        }
+    }
+    None
+}
+
+fn coordinator(cluster: &Cluster, i: usize) -> &Proc {
+    cluster.coords[i].1.as_ref().unwrap()
+}
+
+#[test]
+fn a_primary_cut_off_from_a_majority_of_coordinators_stops_answering_durable_grants() {
+    let cluster = Cluster::start("write-lease-coordinators", 1, 1);
+    let p0 = cluster.nodes[0].0;
+    wait_for("the coordinators lease the primary", || lease_state(p0) == "valid");
+    let mut c = durable_conn(p0, 1500);
+    token(&c.cmd(&["LEASE", "a", "60000"]));
+
+    // One coordinator of three paused: the other two still lease the primary.
+    coordinator(&cluster, 0).signal(libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(lease_state(p0), "valid", "{}", cluster.logs());
+    token(&c.cmd(&["LEASE", "b", "60000"]));
+
+    // Two of three paused: no majority reaches the primary. Within the lease (down-after / 2) it stops answering
+    // durable grants (undone, so the lock is free), while writes that are not durable go on.
+    coordinator(&cluster, 1).signal(libc::SIGSTOP);
+    wait_for("the lease runs out", || lease_state(p0) == "expired");
+    let refused = err(&c.cmd(&["LEASE", "c", "60000"]));
+    assert!(refused.contains("not been leased by a majority"), "{refused}");
+    let mut plain = Conn::connect(p0);
+    token(&plain.cmd(&["LEASE", "c", "60000"]));
+    assert!(is_ok(&plain.cmd(&["SET", "plain", "1"])));
+
+    // The coordinators come back: durable grants go through again (on whichever node they now name primary).
+    coordinator(&cluster, 0).signal(libc::SIGCONT);
+    coordinator(&cluster, 1).signal(libc::SIGCONT);
+    wait_for("a durable grant on the primary the coordinators name", || {
+        let Some(p) = primary_of(&cluster) else { return false };
+        if lease_state(p) != "valid" {
+            return false;
+        }
+        let mut c = durable_conn(p, 1500);
+        matches!(c.try_cmd(&["LEASE", "d", "60000"]), Ok(Value::Integer(_)))
+    });
+}
