@@ -167,8 +167,9 @@ pub fn lease_ms(g: &GroupConfig) -> u64 {
     (g.down_after_ms / 2).max(interval * 2).min(g.down_after_ms.max(1))
 }
 
-/// `REPLICATION LEASE <epoch> <ms> <this coordinator> <coordinators>` for the Ruvio primary this coordinator's agreed
-/// state names, while no failover away from it is under way (docs/coordinator.md, "The write lease").
+/// `REPLICATION LEASE <epoch> <ms> <this coordinator> <coordinators> [DURABLE <D>...]` for the Ruvio primary this
+/// coordinator's agreed state names, while no failover away from it is under way (docs/coordinator.md, "The write
+/// lease").
 fn write_lease(co: &Coordinator, addr: &str, gc: &GroupConfig, info: &ReplInfo) -> Option<Vec<String>> {
     if !info.is_master || info.ruvio.is_none() {
         return None;
@@ -178,14 +179,25 @@ fn write_lease(co: &Coordinator, addr: &str, gc: &GroupConfig, info: &ReplInfo) 
     if g.primary != addr || g.failover.is_some() {
         return None;
     }
-    Some(vec![
+    Some(lease_args(co, g, gc))
+}
+
+fn lease_args(co: &Coordinator, g: &Group, gc: &GroupConfig) -> Vec<String> {
+    let mut args = vec![
         "REPLICATION".into(),
         "LEASE".into(),
         g.epoch.to_string(),
         lease_ms(gc).to_string(),
         co.node_id.to_string(),
         co.members.len().to_string(),
-    ])
+    ];
+    // With a durability level, the primary counts for durable writes only the replicas of D (the rule's arithmetic
+    // holds only for acknowledgements from D).
+    if g.durability_n >= 1 {
+        args.push("DURABLE".into());
+        args.extend(g.durability_set.iter().cloned());
+    }
+    args
 }
 
 /// Every coordinator: keeps one probe task per node, computes subjective down, publishes +sdown/-sdown.
@@ -632,6 +644,18 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
         .await?;
     if !r.ok {
         return Err(r.message);
+    }
+
+    // The leader's own lease, before any replica is pointed at the new primary: from the start it counts only D's
+    // acknowledgements for durable writes (the other coordinators' leases follow with their next probe).
+    if ruvio {
+        if let Some(g) = co.sm.cluster().groups.get(name) {
+            let args = lease_args(co, g, &gc);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            if let Err(e) = node_cmd(&to, &gc, &args, Duration::from_secs(1)).await {
+                tracing::warn!("{name}: leasing the new primary {to}: {e}");
+            }
+        }
     }
 
     // 6. Point the others at it (the leader loop keeps doing so for nodes that are down now).

@@ -91,7 +91,7 @@ fn execute_resolved<'g>(
             if !shared.replication.enough_good_replicas() {
                 return refuse(caller, client, Value::error(ERR_NOREPLICAS));
             }
-            if client.durability_replicas > 0 && client.multi.is_none() && shared.replication.online_replicas() < client.durability_replicas {
+            if client.durability_replicas > 0 && client.multi.is_none() && shared.replication.online_durable_replicas() < client.durability_replicas {
                 // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
                 return refuse(caller, client, Value::error(ERR_NOREPLICAS));
             }

@@ -101,6 +101,9 @@ fn durable_failover_waits_for_promises_then_promotes_a_replica_with_every_durabl
         let g = line(&text(cp, &["INFO", "coordinator"]), "group0").unwrap_or_default();
         g.contains(&format!("127.0.0.1:{p1}")) && g.contains(&format!("127.0.0.1:{p2}"))
     });
+    wait_for("the primary counts both replicas for durable writes", || {
+        text(p0, &["INFO", "replication"]).matches("durable=1").count() == 2
+    });
     // A durable write: answered once a replica has it on disk.
     let mut c = Conn::connect(p0);
     assert!(common::is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));

@@ -108,6 +108,50 @@ fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators
     assert_eq!(lease_state(p0), "not-required");
 }
 
+/// How many replicas the primary counts for durable writes (INFO replication's `durable=1`).
+fn durable_replicas(primary: u16) -> usize {
+    text(primary, &["INFO", "replication"]).matches("durable=1").count()
+}
+
+#[test]
+fn only_replicas_of_the_coordinators_durability_set_count_for_durable_writes() {
+    let dir = temp_dir("write-lease-d");
+    let (p0, p1, p2) = (free_port(), free_port(), free_port());
+    let _n0 = node(&dir, p0, None);
+    let n1 = node(&dir, p1, Some(p0));
+    let _n2 = node(&dir, p2, Some(p0));
+    wait_for("both replicas online", || text(p0, &["INFO", "replication"]).matches("state=online").count() == 2);
+    let epoch = line(&text(p0, &["INFO", "replication"]), "ruvio_epoch").unwrap();
+    let (r1, r2) = (format!("127.0.0.1:{p1}"), format!("127.0.0.1:{p2}"));
+    assert_eq!(durable_replicas(p0), 2, "without coordinators every replica counts");
+
+    // D = {r1}, named by two coordinators of three (a majority), one more names r2 too (not a majority for r2).
+    let mut admin = Conn::connect(p0);
+    assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "1", "3", "DURABLE", &r1])));
+    assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "2", "3", "DURABLE", &r1])));
+    assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "3", "3", "DURABLE", &r1, &r2])));
+    assert_eq!(durable_replicas(p0), 1);
+    let mut c = durable_conn(p0, 1000);
+    token(&c.cmd(&["LEASE", "before", "60000"]));
+
+    // r1 paused: r2's acknowledgements do not make a write durable, since a failover would not count on r2.
+    n1.signal(libc::SIGSTOP);
+    let refused = err(&c.cmd(&["LEASE", "k", "60000"]));
+    assert!(refused.starts_with("NOTDURABLE the grant was not acknowledged"), "{refused}");
+    let waitaof = admin.cmd(&["WAITAOF", "0", "1", "1000"]);
+    assert_eq!(waitaof, Value::Array(vec![Value::Integer(1), Value::Integer(1)]), "WAITAOF still counts r2 (Redis's meaning)");
+
+    // Once a majority names r2 too, it counts: a durable write no longer needs r1.
+    assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "2", "3", "DURABLE", &r1, &r2])));
+    assert_eq!(durable_replicas(p0), 2);
+    token(&c.cmd(&["LEASE", "k", "60000"]));
+
+    // A durability set with no replica online refuses durable writes at once.
+    assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "1", "1", "DURABLE"])));
+    assert_eq!(err(&c.cmd(&["LEASE", "k2", "60000"])), "NOREPLICAS Not enough good replicas to write.");
+    n1.signal(libc::SIGCONT);
+}
+
 /// The primary as the first answering coordinator names it.
 fn primary_of(cluster: &Cluster) -> Option<u16> {
     for cp in cluster.coord_ports() {
@@ -126,7 +170,7 @@ fn coordinator(cluster: &Cluster, i: usize) -> &Proc {
 fn a_primary_cut_off_from_a_majority_of_coordinators_stops_answering_durable_grants() {
     let cluster = Cluster::start("write-lease-coordinators", 1, 1);
     let p0 = cluster.nodes[0].0;
-    wait_for("the coordinators lease the primary", || lease_state(p0) == "valid");
+    wait_for("the coordinators lease the primary, naming the replica", || lease_state(p0) == "valid" && durable_replicas(p0) == 1);
     let mut c = durable_conn(p0, 1500);
     token(&c.cmd(&["LEASE", "a", "60000"]));
 

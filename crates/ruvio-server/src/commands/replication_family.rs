@@ -14,7 +14,7 @@ use crate::errors::*;
 use crate::keyspace::Expiry;
 use crate::client::Handover;
 use crate::journal::{Counted, Need};
-use crate::replication::lease::MAX_COORDINATORS;
+use crate::replication::lease::{MAX_COORDINATORS, MAX_DURABILITY_SET};
 use crate::shared::Shared;
 
 macro_rules! cmd {
@@ -71,7 +71,7 @@ fn replicaof(ctx: &mut Ctx) -> Value {
         }
         if epoch.is_none() {
             // A promotion by hand: the operator, not the coordinators, runs this node now.
-            shared.replication.stop_requiring_lease();
+            shared.replication.stop_requiring_lease(&shared.journal.durability);
         }
         promote(shared, ctx.store(), epoch);
         return Value::ok();
@@ -106,6 +106,8 @@ pub fn follow(shared: &Arc<Shared>, store: &mut crate::store::Store, host: Strin
 /// resync).
 fn promote(shared: &Arc<Shared>, store: &mut crate::store::Store, epoch: Option<u64>) {
     shared.replication.stop_following();
+    // Leases were for the role or the epoch this node leaves; its coordinators lease it again in the new one.
+    shared.replication.lease.drop_leases();
     store.replica = false;
     store.set_expiry(Expiry::Active);
     let own = store.locks.tokens.epoch() as u64;
@@ -278,16 +280,22 @@ fn replication_promise(ctx: &mut Ctx) -> Value {
     ])
 }
 
-/// REPLICATION LEASE epoch ms coordinator-id coordinators | REPLICATION LEASE OFF (replication/lease.rs).
+/// REPLICATION LEASE epoch ms coordinator-id coordinators [DURABLE host:port ...] | REPLICATION LEASE OFF
+/// (replication/lease.rs).
 fn replication_lease(ctx: &mut Ctx) -> Value {
     let a = ctx.args;
+    let durability = &ctx.shared.journal.durability;
     if a.len() == 3 && eq_ic(&a[2], "off") {
-        ctx.shared.replication.stop_requiring_lease();
+        ctx.shared.replication.stop_requiring_lease(durability);
         return Value::ok();
     }
-    if a.len() != 6 {
-        return Value::error(ERR_SYNTAX);
-    }
+    let durable = match a.get(6) {
+        None if a.len() == 6 => None,
+        Some(k) if eq_ic(k, "durable") && a.len() - 7 <= MAX_DURABILITY_SET => {
+            Some(a[7..].iter().map(|r| String::from_utf8_lossy(r).into_owned()).collect())
+        }
+        _ => return Value::error(ERR_SYNTAX),
+    };
     let num = |b: &Bytes| int_arg(b).ok().filter(|n| *n >= 0).map(|n| n as u64);
     let (Some(epoch), Some(ms), Some(id), Some(of)) = (num(&a[2]), num(&a[3]), num(&a[4]), num(&a[5])) else {
         return Value::error(ERR_SYNTAX);
@@ -302,7 +310,7 @@ fn replication_lease(ctx: &mut Ctx) -> Value {
     if epoch != own {
         return Value::error(lease_for_other_epoch(epoch, own));
     }
-    ctx.shared.replication.grant_lease(id, of as usize, ms);
+    ctx.shared.replication.grant_lease(id, of as usize, ms, durable, durability);
     Value::ok()
 }
 

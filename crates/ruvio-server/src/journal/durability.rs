@@ -23,14 +23,17 @@ pub struct Need {
 pub enum Counted {
     /// Received (WAIT).
     Received,
-    /// Fsynced on a replica with appendonly (durable writes, WAITAOF).
+    /// Fsynced on a replica with appendonly (WAITAOF).
     Fsynced,
+    /// Fsynced on a replica with appendonly that counts for durable writes (one of the coordinators' durability
+    /// set, when they name one: replication/lease.rs).
+    Durable,
 }
 
 impl Need {
-    /// A durable write: fsynced here and on `replicas` replicas.
+    /// A durable write: fsynced here and on `replicas` replicas that count for durability.
     pub fn durable(lsn: u64, replicas: usize) -> Need {
-        Need { lsn, local: true, replicas, counted: Counted::Fsynced }
+        Need { lsn, local: true, replicas, counted: Counted::Durable }
     }
 
     /// Fsynced here.
@@ -46,6 +49,8 @@ struct Acked {
     received: u64,
     /// None for a replica without appendonly: its fsyncs never count.
     fsynced: Option<u64>,
+    /// Whether its fsyncs count for durable writes.
+    durable: bool,
 }
 
 #[derive(Default)]
@@ -69,6 +74,7 @@ impl Inner {
             .filter(|r| match counted {
                 Counted::Received => r.received >= lsn,
                 Counted::Fsynced => r.fsynced.is_some_and(|f| f >= lsn),
+                Counted::Durable => r.durable && r.fsynced.is_some_and(|f| f >= lsn),
             })
             .count()
     }
@@ -114,19 +120,32 @@ impl Durability {
     }
 
     /// Replica `link` reports everything up to `received` received and, with appendonly (`fsynced` is Some), up to
-    /// `fsynced` on its disk. Acknowledgements never go backwards.
-    pub fn publish_replica(&self, link: u64, received: u64, fsynced: Option<u64>) {
+    /// `fsynced` on its disk; `durable`: whether its fsyncs count for durable writes now. Acknowledgements never go
+    /// backwards.
+    pub fn publish_replica(&self, link: u64, received: u64, fsynced: Option<u64>, durable: bool) {
         let mut inner = self.inner.lock();
         match inner.replicas.iter_mut().find(|r| r.link == link) {
             Some(r) => {
-                let before = (r.received, r.fsynced);
+                let before = (r.received, r.fsynced, r.durable);
                 r.received = r.received.max(received);
                 r.fsynced = fsynced.map(|f| f.max(r.fsynced.unwrap_or(0)));
-                if (r.received, r.fsynced) == before {
+                r.durable = durable;
+                if (r.received, r.fsynced, r.durable) == before {
                     return;
                 }
             }
-            None => inner.replicas.push(Acked { link, received, fsynced }),
+            None => inner.replicas.push(Acked { link, received, fsynced, durable }),
+        }
+        let local = self.local();
+        inner.wake_satisfied(local);
+    }
+
+    /// Whether replica `link`'s fsyncs count for durable writes changed (the coordinators' durability set did).
+    pub fn set_durable(&self, link: u64, durable: bool) {
+        let mut inner = self.inner.lock();
+        let Some(r) = inner.replicas.iter_mut().find(|r| r.link == link) else { return };
+        if std::mem::replace(&mut r.durable, durable) == durable {
+            return;
         }
         let local = self.local();
         inner.wake_satisfied(local);
@@ -186,11 +205,11 @@ mod tests {
         assert!(!ready(&mut w));
         d.publish_local(10);
         assert!(!ready(&mut w));
-        d.publish_replica(1, 12, Some(12));
+        d.publish_replica(1, 12, Some(12), true);
         assert!(!ready(&mut w));
-        d.publish_replica(2, 10, Some(9));
+        d.publish_replica(2, 10, Some(9), true);
         assert!(!ready(&mut w));
-        d.publish_replica(2, 10, Some(10));
+        d.publish_replica(2, 10, Some(10), true);
         assert!(ready(&mut w));
     }
 
@@ -198,14 +217,14 @@ mod tests {
     fn acknowledgements_of_a_replica_that_left_no_longer_count() {
         let d = Durability::default();
         d.publish_local(5);
-        d.publish_replica(7, 5, Some(5));
+        d.publish_replica(7, 5, Some(5), true);
         assert_eq!(d.replicas_at(5, Counted::Fsynced), 1);
         d.replica_gone(7);
         assert_eq!(d.replicas_at(5, Counted::Fsynced), 0);
         let mut w = pin!(d.wait(Need::durable(5, 1)));
         assert!(!ready(&mut w));
-        d.publish_replica(8, 4, Some(4));
-        d.publish_replica(8, 3, Some(3)); // late, older: ignored
+        d.publish_replica(8, 4, Some(4), true);
+        d.publish_replica(8, 3, Some(3), true); // late, older: ignored
         assert_eq!(d.replicas_at(4, Counted::Fsynced), 1);
         assert!(!ready(&mut w));
     }
@@ -227,13 +246,25 @@ mod tests {
         let d = Durability::default();
         let mut wait = pin!(d.wait(Need { lsn: 6, local: false, replicas: 2, counted: Counted::Received }));
         let mut waitaof = pin!(d.wait(Need { lsn: 6, local: false, replicas: 1, counted: Counted::Fsynced }));
-        d.publish_replica(1, 6, None); // no appendonly: received counts, its fsyncs never do
+        d.publish_replica(1, 6, None, true); // no appendonly: received counts, its fsyncs never do
         assert!(!ready(&mut wait) && !ready(&mut waitaof));
-        d.publish_replica(2, 6, Some(5));
+        d.publish_replica(2, 6, Some(5), true);
         assert!(ready(&mut wait), "two replicas received LSN 6; nothing local was needed");
         assert!(!ready(&mut waitaof));
         assert_eq!(d.replicas_at(6, Counted::Fsynced), 0);
-        d.publish_replica(2, 7, Some(6));
+        d.publish_replica(2, 7, Some(6), true);
         assert!(ready(&mut waitaof));
+    }
+
+    #[test]
+    fn durable_writes_count_only_replicas_in_the_durability_set() {
+        let d = Durability::default();
+        d.publish_local(4);
+        let mut w = pin!(d.wait(Need::durable(4, 1)));
+        d.publish_replica(1, 4, Some(4), false);
+        assert!(!ready(&mut w), "fsynced, but not one of the durability set");
+        assert_eq!(d.replicas_at(4, Counted::Fsynced), 1, "WAITAOF counts it");
+        d.set_durable(1, true);
+        assert!(ready(&mut w));
     }
 }

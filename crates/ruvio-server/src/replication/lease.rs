@@ -7,6 +7,11 @@
 //! lease from then on (kept in `replication.state`, so a restarted primary waits for its coordinators), until an
 //! operator takes over (`REPLICATION LEASE OFF`, or a manual `REPLICAOF NO ONE` without an epoch).
 //!
+//! A coordinator of a group with a durability level also names its durability set D (`... DURABLE addr...`): a
+//! replica's fsyncs count for durable writes only once a majority of the coordinators leasing this node name it, so
+//! every replica that acknowledged a durable write is one the coordinators' failover rule counts on (a replica
+//! that caught up but is not in their agreed D yet does not count).
+//!
 //! Safety does not rest on the lease (the promises of a failover fence the old primary, docs/replication.md); the
 //! lease makes a primary cut off from its coordinators stop answering durable writes before a failover begins.
 
@@ -15,8 +20,10 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-/// The most coordinators a lease may name (a bound on what the network can make this node store).
+/// The most coordinators a lease may name, and the most replicas in a durability set (bounds on what the network
+/// can make this node store).
 pub const MAX_COORDINATORS: u64 = 15;
+pub const MAX_DURABILITY_SET: usize = 64;
 
 #[derive(Default)]
 pub struct WriteLease {
@@ -30,13 +37,20 @@ struct Inner {
     required: bool,
     /// How many coordinators there are (as the last lease said).
     coordinators: usize,
-    /// The end of each coordinator's lease.
-    until: Vec<(u64, Instant)>,
+    leases: Vec<Lease>,
+}
+
+/// One coordinator's lease.
+struct Lease {
+    coordinator: u64,
+    until: Instant,
+    /// The durability set it names (host:port of each replica), if its group has a durability level.
+    durable: Option<Vec<String>>,
 }
 
 impl Inner {
     fn holders(&self, now: Instant) -> usize {
-        self.until.iter().filter(|(_, t)| *t > now).count()
+        self.leases.iter().filter(|l| l.until > now).count()
     }
 
     fn valid(&self, now: Instant) -> bool {
@@ -63,18 +77,18 @@ impl WriteLease {
         self.inner.lock().valid(Instant::now())
     }
 
-    /// Coordinator `id` of `coordinators` leases this node for `ms`. Returns true when this made the lease
-    /// required (the caller persists that).
-    pub fn grant(&self, id: u64, coordinators: usize, ms: u64) -> bool {
+    /// Coordinator `id` of `coordinators` leases this node for `ms`, naming durability set `durable`. Returns
+    /// true when this made the lease required (the caller persists that).
+    pub fn grant(&self, id: u64, coordinators: usize, ms: u64, durable: Option<Vec<String>>) -> bool {
         let until = Instant::now() + Duration::from_millis(ms);
         let newly_required = {
             let mut inner = self.inner.lock();
             inner.coordinators = coordinators;
-            match inner.until.iter_mut().find(|(c, _)| *c == id) {
-                Some((_, t)) => *t = until,
-                None => inner.until.push((id, until)),
+            match inner.leases.iter_mut().find(|l| l.coordinator == id) {
+                Some(l) => (l.until, l.durable) = (until, durable),
+                None => inner.leases.push(Lease { coordinator: id, until, durable }),
             }
-            inner.until.retain(|(c, _)| *c <= coordinators as u64);
+            inner.leases.retain(|l| l.coordinator <= coordinators as u64);
             !std::mem::replace(&mut inner.required, true)
         };
         self.renewed.notify_waiters();
@@ -93,7 +107,20 @@ impl WriteLease {
 
     /// This node stopped being a primary: leases it held were for that role and end now.
     pub fn drop_leases(&self) {
-        self.inner.lock().until.clear();
+        self.inner.lock().leases.clear();
+    }
+
+    /// Whether replica `addr` (host:port) counts for durable writes: always without coordinators, or when their
+    /// leases name no durability set; otherwise only when a majority of the coordinators named it in their last
+    /// lease. Expired leases still say which replicas count (D changes only by promotions and resets, both behind a
+    /// new epoch); whether a durable write may be answered is the lease's validity, checked apart.
+    pub fn counts(&self, addr: &str) -> bool {
+        let inner = self.inner.lock();
+        if !inner.required || inner.leases.iter().all(|l| l.durable.is_none()) {
+            return true;
+        }
+        let naming = inner.leases.iter().filter(|l| l.durable.as_ref().is_some_and(|d| d.iter().any(|a| a == addr)));
+        naming.count() > inner.coordinators / 2
     }
 
     /// Returns once the lease is valid (at once when it is).
@@ -130,17 +157,17 @@ mod tests {
     fn a_lease_holds_with_a_majority_of_coordinators_and_ends_with_them() {
         let l = WriteLease::default();
         assert!(l.valid(), "not required until a coordinator leased the node");
-        l.grant(1, 3, 60_000);
+        l.grant(1, 3, 60_000, None);
         assert!(!l.valid(), "one coordinator of three is not a majority");
-        l.grant(1, 3, 60_000);
+        l.grant(1, 3, 60_000, None);
         assert!(!l.valid(), "the same coordinator twice counts once");
-        l.grant(2, 3, 60_000);
+        l.grant(2, 3, 60_000, None);
         assert!(l.valid());
-        l.grant(3, 3, 0);
+        l.grant(3, 3, 0, None);
         assert_eq!(l.status().holders, 2);
         l.drop_leases();
         assert!(!l.valid(), "still required after the leases ended");
-        l.grant(1, 1, 60_000);
+        l.grant(1, 1, 60_000, None);
         assert!(l.valid(), "one coordinator of one");
         assert!(l.set_required(false));
         l.drop_leases();
@@ -148,18 +175,35 @@ mod tests {
     }
 
     #[test]
+    fn a_replica_counts_for_durability_once_a_majority_of_coordinators_name_it() {
+        let l = WriteLease::default();
+        let d = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert!(l.counts("r:1"), "no coordinators: every replica counts");
+        l.grant(1, 3, 60_000, None);
+        l.grant(2, 3, 60_000, None);
+        assert!(l.counts("r:1"), "coordinators that name no durability set: every replica counts");
+        l.grant(1, 3, 60_000, d(&["r:1", "r:2"]));
+        assert!(!l.counts("r:1") && !l.counts("r:3"), "named by one coordinator of three");
+        l.grant(2, 3, 60_000, d(&["r:1"]));
+        assert!(l.counts("r:1") && !l.counts("r:2"));
+        l.drop_leases();
+        l.grant(1, 3, 60_000, d(&[]));
+        assert!(!l.counts("r:1"));
+    }
+
+    #[test]
     fn a_waiter_is_woken_by_the_lease_that_makes_it_valid() {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let l = std::sync::Arc::new(WriteLease::default());
-            l.grant(1, 3, 60_000);
+            l.grant(1, 3, 60_000, None);
             let waiter = tokio::spawn({
                 let l = l.clone();
                 async move { l.wait_valid().await }
             });
             tokio::task::yield_now().await;
             assert!(!waiter.is_finished());
-            l.grant(2, 3, 60_000);
+            l.grant(2, 3, 60_000, None);
             tokio::time::timeout(Duration::from_secs(10), waiter).await.expect("woken").unwrap();
         });
     }

@@ -20,6 +20,8 @@ use std::time::Instant;
 
 use parking_lot::Mutex;
 
+use crate::journal::Durability;
+
 /// The primary a replica follows, and how its link is doing.
 #[derive(Debug, Clone)]
 pub struct Upstream {
@@ -45,6 +47,13 @@ pub struct Downstream {
     /// The replica persists what it applies (appendonly yes): only those count for WAITAOF.
     pub aof: bool,
     pub last_ack: Instant,
+}
+
+impl Downstream {
+    /// host:port, as INFO shows it and the coordinators name it.
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
 }
 
 #[derive(Default)]
@@ -213,21 +222,36 @@ impl Replication {
         }
     }
 
-    /// Coordinator `id` of `coordinators` leases this primary for `ms` (the first lease makes it required, on
-    /// disk before this returns).
-    pub fn grant_lease(&self, id: u64, coordinators: usize, ms: u64) {
-        if self.lease.grant(id, coordinators, ms) {
+    /// Coordinator `id` of `coordinators` leases this primary for `ms`, naming durability set `durable` (the
+    /// first lease makes the lease required, on disk before this returns). Then re-counts which replicas' fsyncs
+    /// count for durable writes.
+    pub fn grant_lease(&self, id: u64, coordinators: usize, ms: u64, durable: Option<Vec<String>>, durability: &Durability) {
+        if self.lease.grant(id, coordinators, ms, durable) {
             self.save();
             tracing::info!("write lease received from coordinator {id} of {coordinators}: durable writes now need a majority of the coordinators");
         }
+        self.recount_durable(durability);
     }
 
-    /// An operator took over: durable writes no longer need the coordinators' lease.
-    pub fn stop_requiring_lease(&self) {
+    /// Whether replica link `id`'s fsyncs count for durable writes (replication/lease.rs).
+    pub fn counts_for_durability(&self, id: u64) -> bool {
+        let addr = self.state.lock().downstream.iter().find(|d| d.id == id).map(Downstream::addr);
+        addr.is_some_and(|a| self.lease.counts(&a))
+    }
+
+    fn recount_durable(&self, durability: &Durability) {
+        for d in self.downstream() {
+            durability.set_durable(d.id, self.lease.counts(&d.addr()));
+        }
+    }
+
+    /// An operator took over: durable writes no longer need the coordinators' lease, and every replica counts.
+    pub fn stop_requiring_lease(&self, durability: &Durability) {
         if self.lease.set_required(false) {
             self.save();
             tracing::warn!("write lease no longer required: durable writes are answered without the coordinators");
         }
+        self.recount_durable(durability);
     }
 
     pub fn generation(&self) -> u64 {
@@ -307,6 +331,11 @@ impl Replication {
     pub fn online_replicas(&self) -> usize {
         self.state.lock().downstream.iter().filter(|d| d.state == "online").count()
     }
+
+    /// Replicas streaming now whose fsyncs count for durable writes.
+    pub fn online_durable_replicas(&self) -> usize {
+        self.downstream().iter().filter(|d| d.state == "online" && self.lease.counts(&d.addr())).count()
+    }
 }
 
 /// What INFO `# Replication` reports besides the replication state itself.
@@ -344,14 +373,15 @@ pub fn info_section(r: &Replication, journal: &crate::journal::Journal, figures:
                 let lag_ms = d.last_ack.elapsed().as_millis();
                 let _ = write!(
                     out,
-                    "slave{i}:ip={},port={},state={},offset={},lag={},fsynced_lsn={},lag_ms={lag_ms},aof={}\r\n",
+                    "slave{i}:ip={},port={},state={},offset={},lag={},fsynced_lsn={},lag_ms={lag_ms},aof={},durable={}\r\n",
                     d.ip,
                     d.port,
                     d.state,
                     d.received,
                     lag_ms / 1000,
                     d.fsynced,
-                    d.aof as u8
+                    d.aof as u8,
+                    (d.aof && r.lease.counts(&d.addr())) as u8
                 );
             }
             out.push_str("master_failover_state:no-failover\r\n");

@@ -144,7 +144,8 @@ async fn stream_records(
                             d.fsynced = d.fsynced.max(fsynced);
                             d.last_ack = Instant::now();
                         });
-                        shared.journal.durability.publish_replica(id, received, aof.then_some(fsynced));
+                        let durable = shared.replication.counts_for_durability(id);
+                        shared.journal.durability.publish_replica(id, received, aof.then_some(fsynced), durable);
                     }
                 }
             }

@@ -138,6 +138,12 @@ impl Cluster {
                 want.iter().all(|w| set.split(';').any(|s| s == w))
             })
         });
+        // ... and the primary counts them (the coordinators' write lease names D to it).
+        if n > 0 {
+            wait_for("the primary counts every replica for durable writes", || {
+                text(p0, &["INFO", "replication"]).matches("durable=1").count() == want.len()
+            });
+        }
         c
     }
 
