@@ -80,7 +80,9 @@ def test_semaphore_snippet_none_when_all_slots_taken(own_server: Server) -> None
 
 
 def _post() -> Path:
-    for base in (HERE.parents[2] / ".." / "shared", Path("/work/shared")):
+    # The post lives beside the repository (../shared), or where RUVIO_SHARED_DIR says.
+    bases = [HERE.parents[2] / ".." / "shared"] + ([Path(os.environ["RUVIO_SHARED_DIR"])] if os.environ.get("RUVIO_SHARED_DIR") else [])
+    for base in bases:
         p = base / "product" / "fencing-tokens-with-lease.md"
         if p.is_file():
             return p

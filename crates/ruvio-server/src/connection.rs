@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 
 use crate::client::{ClientInfo, ClientState};
 use crate::commands;
-use crate::context::Block;
+use crate::blocking::Block;
 use crate::shared::{Shared, Stats};
 use crate::store::Store;
 

@@ -12,26 +12,12 @@ use ruvio_protocol::Value;
 
 use crate::client::{ClientInfo, ClientState};
 use crate::commands::{self, flags};
-use crate::context::{Block, Ctx};
+use crate::blocking::Block;
+pub use crate::commands::context::Caller;
+use crate::commands::context::Ctx;
 use crate::errors::*;
 use crate::shared::Shared;
 use crate::store::Store;
-
-/// Who runs a command, which decides the gates it passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
-    /// An application's connection: every gate applies, internal records are refused, commands may block.
-    Client,
-    /// A write-log record being applied (the loader at start-up, a replica applying its primary's stream, the
-    /// server undoing a grant it could not make durable): it was accepted once
-    /// already, so client gates do not apply; internal records (LOCKSET, ...) run; nothing blocks.
-    Replay,
-    /// A command a script runs (`redis.call`): the EVAL passed the client gates already; the script's own rules
-    /// (no scripting/transaction/subscribe commands, read-only scripts) are checked by `scripting` first; nothing
-    /// blocks (LEASE ... WAIT answers at once, as inside EXEC).
-    Script,
-}
-
 
 /// Runs `args` for `client` at `now` (monotonic ms). Returns the reply and, when the command must wait, the
 /// [`Block`] the caller waits on without any lock.
@@ -117,7 +103,7 @@ fn execute_resolved<'g>(
             return (Value::simple("QUEUED"), None);
         }
     }
-    let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client);
+    let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client, execute);
     let reply = commands::call(&mut ctx);
     let block = if is_client { ctx.block.take() } else { None };
     (reply, block)

@@ -66,14 +66,6 @@ impl Workers {
         &self.handles[i]
     }
 
-    pub fn len(&self) -> usize {
-        self.handles.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.handles.is_empty()
-    }
-
     /// Waits (blocking) for every worker thread to finish; call after shutdown.
     pub fn join(&self) {
         for t in self.threads.lock().drain(..) {

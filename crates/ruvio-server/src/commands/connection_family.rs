@@ -7,7 +7,7 @@ use ruvio_protocol::{Protocol, Value};
 
 use super::flags::*;
 use super::{eq_ic, int_arg, CommandSpec, ERR_SYNTAX};
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::errors::*;
 
 macro_rules! cmd {

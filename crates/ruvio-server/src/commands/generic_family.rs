@@ -10,7 +10,7 @@ use ruvio_protocol::Value;
 use super::flags::*;
 use super::{eq_ic, int_arg, CommandSpec, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::clock;
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::Entry;
 use crate::locks::engine::on_lock_removed;

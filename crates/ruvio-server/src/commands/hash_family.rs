@@ -11,7 +11,7 @@ use ruvio_protocol::{Protocol, Value};
 
 use super::flags::*;
 use super::{eq_ic, float_arg, int_arg, parse_f64, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::errors::*;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::hash::Limits;

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use crate::context::Ctx;
+use super::context::Ctx;
 
 type Section = fn(&mut Ctx, &mut String);
 

@@ -12,7 +12,8 @@ use super::flags::*;
 use ruvio_protocol::lock_args::{self, LockArgError, LockCommand};
 
 use super::{eq_ic, int_arg, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
-use crate::context::{Block, Ctx};
+use super::context::Ctx;
+use crate::blocking::Block;
 use crate::locks::engine::{self, LockError};
 use crate::locks::{replay, Want};
 use crate::shared::Shared;

@@ -6,12 +6,14 @@
 //! output and which commands reach the write log. Adding a command means one entry plus its handler.
 
 pub mod connection_family;
+pub mod context;
 pub mod generic_family;
 pub mod hash_family;
 pub mod info;
 pub mod lock_family;
 pub mod object_family;
 pub mod persistence_family;
+pub mod script_host;
 pub mod scripting_family;
 pub mod pubsub_family;
 pub mod replication_family;
@@ -25,7 +27,7 @@ use std::sync::OnceLock;
 use bytes::Bytes;
 use ruvio_protocol::Value;
 
-use crate::context::Ctx;
+use context::Ctx;
 use crate::errors::*;
 
 /// Command flags, as in Redis's command metadata.
@@ -305,7 +307,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let write = ctx.spec.has(flags::WRITE);
         let db = ctx.client.db;
         let args = ctx.args;
-        let propagate = std::mem::replace(&mut ctx.propagate, crate::context::Propagate::AsIs);
+        let propagate = std::mem::replace(&mut ctx.propagate, context::Propagate::AsIs);
         let shared = ctx.shared;
         let spec = ctx.spec;
         let store = ctx.store();
@@ -314,9 +316,9 @@ pub fn call(ctx: &mut Ctx) -> Value {
         store.settle_expired();
         if write && store.log_enabled && store.changes() > changes_before {
             match propagate {
-                crate::context::Propagate::AsIs => store.log(db, args.to_vec()),
-                crate::context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),
-                crate::context::Propagate::Nothing => {}
+                context::Propagate::AsIs => store.log(db, args.to_vec()),
+                context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),
+                context::Propagate::Nothing => {}
             }
         }
         if write {

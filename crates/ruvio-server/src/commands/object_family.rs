@@ -6,7 +6,7 @@ use ruvio_protocol::Value;
 
 use super::flags::*;
 use super::CommandSpec;
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::keyspace::{CompactBytes, Data};
 
 static SUBCOMMANDS: &[CommandSpec] = &[

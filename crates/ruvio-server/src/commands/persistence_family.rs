@@ -5,7 +5,8 @@ use ruvio_protocol::Value;
 
 use super::flags::*;
 use super::CommandSpec;
-use crate::context::{Block, Ctx};
+use super::context::Ctx;
+use crate::blocking::Block;
 use crate::persistence::rewrite;
 use crate::errors::*;
 

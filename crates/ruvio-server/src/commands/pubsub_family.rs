@@ -8,7 +8,7 @@ use ruvio_protocol::Value;
 use super::flags::*;
 use super::CommandSpec;
 use crate::client::ClientState;
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::pubsub::PubSub;
 use crate::shared::{Shared, Stats};
 use crate::errors::*;

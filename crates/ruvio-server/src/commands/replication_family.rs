@@ -9,7 +9,8 @@ use ruvio_protocol::Value;
 
 use super::flags::*;
 use super::{eq_ic, int_arg, CommandSpec};
-use crate::context::{Block, Ctx};
+use super::context::Ctx;
+use crate::blocking::Block;
 use crate::errors::*;
 use crate::keyspace::Expiry;
 use crate::client::Handover;

@@ -9,12 +9,13 @@ use parking_lot::MutexGuard;
 use ruvio_protocol::Value;
 
 use super::flags::*;
+use super::script_host::ServerHost;
 use super::{eq_ic, CommandSpec};
 use crate::client::ClientState;
-use crate::context::{Block, Ctx};
+use super::context::{Ctx, Execute};
+use crate::blocking::Block;
 use crate::errors::*;
 use crate::scripting::engine::Target;
-use crate::scripting::host::ServerHost;
 use crate::scripting::{self, KILL_NONE, KILL_SHUTDOWN};
 use crate::shared::Shared;
 use crate::store::Store;
@@ -155,12 +156,13 @@ fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
 /// Runs the script: inline inside MULTI/EXEC (or without a runtime), otherwise on a blocking-pool thread while the
 /// client waits like a blocked command, so its I/O thread keeps serving others (and can answer them -BUSY).
 fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool, inline: bool) -> Value {
+    let execute = ctx.execute;
     if ctx.in_exec || inline || tokio::runtime::Handle::try_current().is_err() {
         let now = ctx.now;
         let in_exec = ctx.in_exec;
         let (shared, client, guard) = ctx.parts();
         // Inside EXEC the transaction's MULTI ... EXEC already wraps the script's records.
-        return run_job(shared, client, guard, &job, &keys, &argv, read_only, now, !in_exec);
+        return run_job(shared, client, guard, execute, &job, &keys, &argv, read_only, now, !in_exec);
     }
     ctx.unlock();
     let shared = ctx.shared.clone();
@@ -174,7 +176,7 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
             scripting::host::lock_store(&shared, &mut guard);
             crate::clock::mono_ms()
         };
-        let reply = run_job(&shared, &mut client, &mut guard, &job, &keys, &argv, read_only, now, true);
+        let reply = run_job(&shared, &mut client, &mut guard, execute, &job, &keys, &argv, read_only, now, true);
         drop(guard);
         let _ = tx.send(reply);
     });
@@ -189,6 +191,7 @@ fn run_job<'g>(
     shared: &'g Arc<Shared>,
     client: &mut ClientState,
     guard: &mut Option<MutexGuard<'g, Store>>,
+    execute: Execute,
     job: &Job,
     keys: &[Bytes],
     argv: &[Bytes],
@@ -211,7 +214,7 @@ fn run_job<'g>(
             Job::Script(sha) => Target::Script(sha),
             Job::Function(name) => Target::Function(name),
         };
-        let mut host = ServerHost { shared, client: &mut *client, guard: &mut *guard, now, read_only };
+        let mut host = ServerHost { shared, client: &mut *client, guard: &mut *guard, now, read_only, execute };
         let started = std::time::Instant::now();
         let reply = engine.run(target, keys, argv, &mut host);
         if let Job::Script(sha) = job {

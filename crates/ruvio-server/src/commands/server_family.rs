@@ -6,7 +6,7 @@ use ruvio_protocol::Value;
 use super::flags::*;
 use super::{eq_ic, CommandSpec, ERR_SYNTAX};
 use crate::config::find_param;
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::keyspace::glob::glob_match;
 use crate::errors::*;
 

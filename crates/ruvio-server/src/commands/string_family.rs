@@ -6,7 +6,7 @@ use ruvio_protocol::Value;
 use super::flags::*;
 use super::{eq_ic, float_arg, int_arg, parse_f64, parse_i64, reply, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
 use crate::clock;
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::keyspace::{CompactBytes, Data, Db, Entry};
 use crate::errors::*;
 

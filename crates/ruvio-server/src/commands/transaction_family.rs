@@ -11,7 +11,7 @@ use ruvio_protocol::Value;
 use super::flags::*;
 use super::CommandSpec;
 use crate::client::{ClientState, Watched};
-use crate::context::Ctx;
+use super::context::Ctx;
 use crate::keyspace::{CompactBytes, WatchFlag};
 use crate::shared::Shared;
 use crate::store::Store;

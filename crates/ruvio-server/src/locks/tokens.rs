@@ -116,14 +116,14 @@ impl TokenIssuer {
     }
 }
 
-/// The epoch a token was issued in.
-pub fn epoch_of(token: i64) -> u16 {
-    (token >> EPOCH_SHIFT) as u16
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The epoch a token was issued in.
+    fn epoch_of(token: i64) -> u16 {
+        (token >> EPOCH_SHIFT) as u16
+    }
 
     #[test]
     fn strictly_increasing_even_in_bursts_and_clock_jumps() {

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use ruvio_protocol::Value;
 
 use crate::client::{ClientInfo, ClientState};
-use crate::context::Block;
+use crate::blocking::Block;
 use crate::dispatch::{execute, Caller};
 use crate::errors::{not_durable_grant_undone, not_durable_no_lease, not_durable_write};
 use crate::journal::Need;

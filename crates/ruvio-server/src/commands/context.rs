@@ -1,32 +1,45 @@
-//! What a command handler works with: its arguments, its client, the shared server and (taken on first use) the
-//! store lock.
+//! What a command handler works with: its arguments, its client, the shared server, (taken on first use) the
+//! store lock, and the execution path to run further commands through (EXEC, a script's `redis.call`).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 use ruvio_protocol::Value;
 
+use super::CommandSpec;
+use crate::blocking::Block;
 use crate::client::ClientState;
-use crate::commands::CommandSpec;
 use crate::keyspace::Db;
 use crate::shared::Shared;
 use crate::store::Store;
 
-/// A handler that has to wait (LEASE ... WAIT) returns a placeholder reply and sets [`Ctx::block`]; the connection
-/// then waits for `rx` (or the timeout) without holding any lock.
-pub struct Block {
-    pub rx: tokio::sync::oneshot::Receiver<Value>,
-    pub timeout: Option<Duration>,
-    /// Runs under the store lock when the wait ends without a value (timeout or shutdown): withdraws the waiter.
-    pub cancel: Box<dyn FnOnce(&mut Store) + Send>,
-    /// Runs under the store lock when a value arrived but the client is gone (it disconnected or was killed while
-    /// waiting), with that value: gives back what was granted to nobody.
-    pub abandon: Option<Box<dyn FnOnce(&mut Store, Value) + Send>>,
-    /// The reply when the wait times out.
-    pub timeout_reply: Value,
+/// Who runs a command, which decides the gates it passes (dispatch.rs decides them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// An application's connection: every gate applies, internal records are refused, commands may block.
+    Client,
+    /// A write-log record being applied (the loader at start-up, a replica applying its primary's stream, the
+    /// server undoing a grant it could not make durable): it was accepted once already, so client gates do not
+    /// apply; internal records (LOCKSET, ...) run; nothing blocks.
+    Replay,
+    /// A command a script runs (`redis.call`): the EVAL passed the client gates already; the script's own rules
+    /// (no scripting/transaction/subscribe commands, read-only scripts) are checked first (`script_host`); nothing
+    /// blocks (LEASE ... WAIT answers at once, as inside EXEC).
+    Script,
 }
+
+/// The execution path (`execute` in dispatch.rs), handed to every handler in its [`Ctx`] so that commands which
+/// run other commands (a script's `redis.call`) pass the same gates without the command layer calling up into
+/// dispatch. Returns the reply and, when the command must wait, the [`Block`] to wait on.
+pub type Execute = for<'g> fn(
+    Caller,
+    u64,
+    &'g Arc<Shared>,
+    &mut ClientState,
+    &[Bytes],
+    &mut Option<MutexGuard<'g, Store>>,
+) -> (Value, Option<Block>);
 
 /// How a write command reaches the write log.
 pub enum Propagate {
@@ -50,6 +63,8 @@ pub struct Ctx<'a, 'g> {
     pub in_exec: bool,
     pub block: Option<Block>,
     pub propagate: Propagate,
+    /// The execution path this command came through, for the commands it runs in turn.
+    pub execute: Execute,
 }
 
 impl<'a, 'g> Ctx<'a, 'g> {
@@ -63,8 +78,9 @@ impl<'a, 'g> Ctx<'a, 'g> {
         spec: &'static CommandSpec,
         guard: &'a mut Option<MutexGuard<'g, Store>>,
         in_exec: bool,
+        execute: Execute,
     ) -> Self {
-        Ctx { shared, client, args, spec, guard, now, in_exec, block: None, propagate: Propagate::AsIs }
+        Ctx { shared, client, args, spec, guard, now, in_exec, block: None, propagate: Propagate::AsIs, execute }
     }
 
     /// The store, locked for the rest of this command (and the commands batched with it).
@@ -101,7 +117,7 @@ impl<'a, 'g> Ctx<'a, 'g> {
 
     /// A context for running another command with the same client and lock (EXEC runs its queue this way).
     pub fn nested<'b>(&'b mut self, args: &'b [Bytes], spec: &'static CommandSpec) -> Ctx<'b, 'g> {
-        Ctx::new(self.now, self.shared, self.client, args, spec, self.guard, true)
+        Ctx::new(self.now, self.shared, self.client, args, spec, self.guard, true, self.execute)
     }
 
     /// The shared state, the client and the store-lock slot, for running commands on this context's behalf (a
