@@ -134,8 +134,13 @@ fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
     assert!(is_ok(&c.cmd(&["SET", "ttl:a", "x", "PX", "600000"])));
     assert_eq!(int(&c.cmd(&["IFGT", "fenced", &token.to_string(), "guarded"])), 1);
     assert_eq!(int(&c.cmd(&["HSET", "hash:a", "f1", "v1", "f2", "v2"])), 2);
+    let library = |name: &str| {
+        format!("#!lua name={name}\nredis.register_function{{function_name='{name}_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={{'no-writes'}}}}")
+    };
+    assert_eq!(bulk(&c.cmd(&["FUNCTION", "LOAD", &library("before")])).as_deref(), Some("before"));
     let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
     same_data(&primary, &replica);
+    assert_eq!(bulk(&c.cmd(&["FUNCTION", "LOAD", &library("after")])).as_deref(), Some("after"));
     // The stream after the snapshot.
     c.cmd(&["INCR", "counter"]);
     c.cmd(&["DEL", "k1"]);
@@ -147,6 +152,15 @@ fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
     assert_eq!(bulk(&rc.cmd(&["GET", "counter"])).as_deref(), Some("1"));
     assert_eq!(err(&rc.cmd(&["SET", "x", "1"])), "READONLY You can't write against a read only replica.");
     assert!(err(&rc.cmd(&["LEASE", "lock:b", "1000"])).starts_with("READONLY"));
+    // Function libraries come with the snapshot and the stream; a replica refuses to change them itself, as Redis
+    // does (FUNCTION LOAD/DELETE/FLUSH/RESTORE are writes).
+    for name in ["before_get", "after_get"] {
+        assert_eq!(bulk(&rc.cmd(&["FCALL_RO", name, "1", "counter"])).as_deref(), Some("1"), "{name} on the replica");
+    }
+    assert!(err(&rc.cmd(&["FUNCTION", "LOAD", &library("mine")])).starts_with("READONLY"));
+    assert!(err(&rc.cmd(&["FUNCTION", "DELETE", "after"])).starts_with("READONLY"));
+    assert!(err(&rc.cmd(&["FUNCTION", "FLUSH"])).starts_with("READONLY"));
+    assert_eq!(bulk(&rc.cmd(&["FCALL_RO", "after_get", "1", "counter"])).as_deref(), Some("1"), "still there");
     // ROLE and INFO as Redis clients read them.
     let Value::Array(role) = rc.cmd(&["ROLE"]) else { panic!() };
     assert_eq!(bulk(&role[0]).as_deref(), Some("slave"));

@@ -40,18 +40,18 @@ pub static COMMANDS: &[CommandSpec] = &[
 static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("load", 3, STALE, "Loads a server-side Lua script to the script cache.", script_load),
     cmd!("exists", -3, STALE, "Determines whether server-side Lua scripts exist in the script cache.", script_exists),
-    cmd!("flush", -2, STALE, "Removes all server-side Lua scripts from the script cache.", script_flush),
+    cmd!("flush", -2, WRITE | STALE, "Removes all server-side Lua scripts from the script cache.", script_flush),
     cmd!("kill", 2, STALE, "Terminates a server-side Lua script during execution.", script_kill),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", script_help),
 ];
 
 static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
-    cmd!("load", -3, STALE | DENYOOM, "Creates a library.", function_load),
-    cmd!("delete", 3, STALE, "Deletes a library and its functions.", function_delete),
-    cmd!("flush", -2, STALE, "Deletes all libraries and functions.", function_flush),
+    cmd!("load", -3, WRITE | STALE | DENYOOM, "Creates a library.", function_load),
+    cmd!("delete", 3, WRITE | STALE, "Deletes a library and its functions.", function_delete),
+    cmd!("flush", -2, WRITE | STALE, "Deletes all libraries and functions.", function_flush),
     cmd!("list", -2, STALE, "Returns information about all libraries.", function_list),
     cmd!("dump", 2, STALE, "Dumps all libraries into a serialized binary payload.", function_dump),
-    cmd!("restore", -3, STALE | DENYOOM, "Restores all libraries from a payload.", function_restore),
+    cmd!("restore", -3, WRITE | STALE | DENYOOM, "Restores all libraries from a payload.", function_restore),
     cmd!("stats", 2, STALE, "Returns information about a function during execution.", function_stats),
     cmd!("kill", 2, STALE, "Terminates a function during execution.", function_kill),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", function_help),
