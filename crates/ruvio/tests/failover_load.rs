@@ -127,6 +127,9 @@ fn missing_on(port: u16, grants: &[Grant]) -> Vec<(String, i64, Option<i64>)> {
 enum Fault {
     Kill,
     Pause,
+    /// A replica is killed (kill -9) under load, durable grants go on through the other one, the replica is
+    /// restarted on its data folder and resumes; then the primary is paused (found by the fault suite).
+    KillReplicaThenPause,
 }
 
 enum CoordinatorFault {
@@ -183,10 +186,22 @@ fn run(name: &str, replicas: usize, n: usize, fault: Fault, cfault: CoordinatorF
         None
     };
 
+    if let Fault::KillReplicaThenPause = fault {
+        let victim = c.nodes[1].0;
+        c.node_mut(victim).as_mut().unwrap().kill9();
+        let acked = results.lock().unwrap().grants.len();
+        wait_for("200 more durable grants while a replica is down", || results.lock().unwrap().grants.len() >= acked + 200);
+        *c.node_mut(victim) = Some(common::cluster::node(&c.dir, victim, Some(old)));
+        wait_for("the restarted replica streams from the primary again", || {
+            line(&text(victim, &["INFO", "replication"]), "master_link_status").as_deref() == Some("up")
+        });
+        let acked = results.lock().unwrap().grants.len();
+        wait_for("50 more durable grants with both replicas back", || results.lock().unwrap().grants.len() >= acked + 50);
+    }
     let t0 = Instant::now();
     match fault {
         Fault::Kill => c.node_mut(old).as_mut().unwrap().kill9(),
-        Fault::Pause => c.node_mut(old).as_ref().unwrap().signal(libc::SIGSTOP),
+        Fault::Pause | Fault::KillReplicaThenPause => c.node_mut(old).as_ref().unwrap().signal(libc::SIGSTOP),
     }
     let mut rot = 0;
     let coords_now = |c: &Cluster| c.coord_ports();
@@ -203,11 +218,12 @@ fn run(name: &str, replicas: usize, n: usize, fault: Fault, cfault: CoordinatorF
         });
     }
     let resumed = Instant::now();
-    if let Fault::Pause = fault {
+    let paused = matches!(fault, Fault::Pause | Fault::KillReplicaThenPause);
+    if paused {
         c.node_mut(old).as_ref().unwrap().signal(libc::SIGCONT);
     }
     wait_for("every client reconnected through the coordinators and made 3 durable grants on the new primary", || per_client_on(new) >= 3);
-    if let Fault::Pause = fault {
+    if paused {
         wait_for("the old primary is a replica of the new one", || {
             let i = text(old, &["INFO", "replication"]);
             line(&i, "role").as_deref() == Some("slave")
@@ -244,7 +260,7 @@ fn run(name: &str, replicas: usize, n: usize, fault: Fault, cfault: CoordinatorF
 
     // 3. A paused primary: any grant it acknowledged after it was resumed is one of the checked ones above (held
     //    on the new primary); once it follows the new primary it holds what the new primary holds.
-    if let Fault::Pause = fault {
+    if paused {
         let late = before.iter().filter(|g| g.at > resumed).count();
         let new_lsn = || line(&text(new, &["INFO", "replication"]), "master_repl_offset").unwrap_or_default();
         wait_for("the old primary caught up with the new one", || {
@@ -281,6 +297,11 @@ fn kill9_of_the_primary_under_durable_load_keeps_every_grant() {
 #[test]
 fn paused_primary_under_durable_load_is_fenced_and_comes_back_as_a_replica() {
     run("fo-pause", 2, 1, Fault::Pause, CoordinatorFault::None);
+}
+
+#[test]
+fn replica_killed_and_restarted_then_the_primary_paused_keeps_every_grant() {
+    run("fo-replica-restart", 2, 1, Fault::KillReplicaThenPause, CoordinatorFault::None);
 }
 
 #[test]
