@@ -86,6 +86,14 @@ impl Shared {
     /// Numbers the writes staged in `store.log` in the journal and tells its consumers. Under the store lock (the
     /// `&mut Store`), so LSN order is execution order. Returns the last LSN.
     pub fn commit_log(&self, store: &mut Store) -> u64 {
+        if store.replica && !store.log.is_empty() {
+            // A bug, caught here: only the primary's records may take LSNs on a replica. This one's LSNs no longer
+            // match its primary's, so its history is given up: the link sees the next record's LSN as wrong and
+            // starts over from a snapshot, instead of a later resume skipping one of the primary's records.
+            let first = String::from_utf8_lossy(store.log[0].args.first().map_or(&b""[..], |a| &a[..])).into_owned();
+            tracing::error!("a replica logged {} record(s) of its own (the first a {first}); it will sync again from a snapshot", store.log.len());
+            self.replication.forget_history();
+        }
         let (last, open_bytes) = self.journal.commit(store);
         self.aof.committed(open_bytes);
         last

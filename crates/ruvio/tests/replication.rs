@@ -274,6 +274,61 @@ fn a_replica_killed_under_load_catches_up_and_resumes_from_its_log() {
     assert_eq!(primary.info_in("replication", "partial_syncs"), "1", "primary stderr: {}", primary.stderr());
 }
 
+/// Leases that end while `replica` is down (they outlive the kill by a moment on the primary), and writes the
+/// primary makes meanwhile, before the leases end: the records a replica with a shifted LSN would skip.
+fn leases_then_a_kill(primary: &Server, replica: &mut Server) -> u64 {
+    let mut c = primary.conn();
+    for i in 0..5 {
+        assert!(int(&c.cmd(&["LEASE", &format!("short:{i}"), "400"])) > 0);
+    }
+    c.cmd(&["SET", "before", "kill"]);
+    caught_up(primary, replica);
+    let had = lsn(replica);
+    replica.kill9();
+    for i in 0..5 {
+        assert!(is_ok(&c.cmd(&["SET", &format!("while-down:{i}"), "v"])));
+    }
+    // The leases end on the primary (it logs their ends) and in the replica's files (it is down).
+    std::thread::sleep(Duration::from_millis(700));
+    had
+}
+
+#[test]
+fn a_replica_restarted_as_a_primary_and_pointed_back_takes_a_snapshot_and_misses_nothing() {
+    let (pd, rd) = (temp_dir("repl-standalone-p"), temp_dir("repl-standalone-r"));
+    let primary = start(&pd, &[]);
+    let replica_flags = ["--appendfsync", "always"];
+    let mut replica = replica_of(&primary, &rd, &replica_flags);
+    leases_then_a_kill(&primary, &mut replica);
+    // Restarted without `replicaof`, it is a primary: it removes the leases that expired while it was down, with
+    // records of its own. Those must not take LSNs in its old primary's history.
+    let replica = start(&rd, &replica_flags);
+    assert!(is_ok(&replica.conn().cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()])));
+    // On the old code it resumed past five of the primary's records (the SETs while it was down).
+    same_data(&primary, &replica);
+    assert!(replica.stderr().contains("begins a new replication history"), "replica stderr: {}", replica.stderr());
+    assert_eq!(primary.info_in("replication", "full_syncs"), "2", "a new history cannot resume; primary stderr: {}", primary.stderr());
+}
+
+#[test]
+fn a_replica_restarted_with_replicaof_writes_nothing_of_its_own() {
+    let (pd, rd) = (temp_dir("repl-restart-own-p"), temp_dir("repl-restart-own-r"));
+    let primary = start(&pd, &[]);
+    let replica_flags = ["--appendfsync", "always", "--hz", "100"];
+    let mut replica = replica_of(&primary, &rd, &replica_flags);
+    let had = leases_then_a_kill(&primary, &mut replica);
+    // Its primary does not answer yet: nothing may change the replica's data, though five of its leases have ended
+    // by its clock (the lock timer once ran before the role was taken, and logged their ends as its own records).
+    signal(&primary, libc::SIGSTOP);
+    let replica = start(&rd, &[&replica_flags[..], &["--replicaof", "127.0.0.1", &primary.port.to_string()]].concat());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(lsn(&replica), had, "replica stderr: {}", replica.stderr());
+    assert_eq!(replica.conn().cmd(&["DBSIZE"]), Value::Integer(6), "the ended leases stay until the primary's records");
+    signal(&primary, libc::SIGCONT);
+    same_data(&primary, &replica);
+    assert_eq!(primary.info_in("replication", "partial_syncs"), "1", "it resumes its history; primary stderr: {}", primary.stderr());
+}
+
 #[test]
 fn after_a_primary_restart_its_replicas_resume_without_a_new_snapshot() {
     let (pd, r1d, r2d) = (temp_dir("repl-prestart-p"), temp_dir("repl-prestart-r1"), temp_dir("repl-prestart-r2"));

@@ -342,8 +342,8 @@ pub fn open(host: &Arc<impl Host>, loaded: loader::Loaded) -> Result<(), String>
     writer::start(host, loaded, reservation)?;
     // What expired while the server was down goes now, and is logged as DELs like any expiry.
     let now = crate::clock::mono_ms();
-    let replica = !host.config().read().replicaof.is_empty();
     let mut store = host.store().lock();
+    let replica = store.replica;
     store.set_now(now);
     let mut removed = 0;
     // A replica never expires keys on its own (the primary's DELs do): DELs logged here would also be records its

@@ -72,6 +72,9 @@ pub struct Replication {
     replica: AtomicBool,
     /// This node's replication id: the history its LSNs belong to. A new one at every promotion and full sync.
     replid: Mutex<String>,
+    /// The replication id was taken from a primary (a sync): this node holds that history but must not add to
+    /// it. Kept on disk, so a replica restarted as a primary begins a history of its own (`start_up`).
+    adopted: AtomicBool,
     /// The history this node continued when it was promoted, and its last LSN then: replicas of that history up to
     /// that LSN resume here instead of taking a snapshot (Redis's replid2 / second_repl_offset).
     previous: Mutex<Option<(String, u64)>>,
@@ -100,6 +103,7 @@ impl Default for Replication {
             promised: AtomicU64::new(0),
             replica: AtomicBool::new(false),
             replid: Mutex::new(new_replid()),
+            adopted: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             link_wanted: tokio::sync::Notify::new(),
             next_link: AtomicU64::new(1),
@@ -132,10 +136,21 @@ impl Replication {
         self.replid.lock().clone()
     }
 
-    /// Names this node's history (a promotion or a full sync started a new one); kept on disk, so a restarted node
-    /// can resume its replication where its data ends instead of taking a new snapshot.
-    pub fn set_replid(&self, id: String) {
+    /// This replica now holds its primary's history `id` (a resume or a full sync); kept on disk, so a restarted
+    /// node can resume its replication where its data ends instead of taking a new snapshot.
+    pub fn adopt_history(&self, id: String) {
+        self.set_replid(id, true);
+    }
+
+    /// This node's data can no longer be trusted to match any primary's history up to its last LSN (a damaged
+    /// stream, a record of its own): a new, unshared id, so its next sync starts from a snapshot.
+    pub fn forget_history(&self) {
+        self.set_replid(new_replid(), false);
+    }
+
+    fn set_replid(&self, id: String, adopted: bool) {
         *self.replid.lock() = id;
+        self.adopted.store(adopted, Ordering::Release);
         self.save();
     }
 
@@ -143,7 +158,18 @@ impl Replication {
     pub fn begin_history(&self, last_lsn: u64) {
         let old = self.replid();
         *self.previous.lock() = Some((old, last_lsn));
-        self.set_replid(new_replid());
+        self.set_replid(new_replid(), false);
+    }
+
+    /// At start-up, after loading (data up to `last_lsn`) and before anything can write: a node that held its
+    /// primary's history and now starts as a primary begins a history of its own, as a promotion does. Without
+    /// it, its own first records (expiry DELs at start-up, say) would take LSNs its old primary gave to other
+    /// records, and if it follows that primary again it would resume past them (a hole: docs/faults.md).
+    pub fn start_up(&self, follows: bool, last_lsn: u64) {
+        if !follows && self.adopted.load(Ordering::Acquire) {
+            tracing::info!("this node was a replica and starts as a primary: it begins a new replication history after LSN {last_lsn}");
+            self.begin_history(last_lsn);
+        }
     }
 
     /// Whether a replica of history `replid` that needs `next_lsn` next can continue this node's history.
@@ -188,6 +214,7 @@ impl Replication {
         for line in text.lines() {
             match line.split_once(' ') {
                 Some(("replid", id)) if id.len() == 40 => *self.replid.lock() = id.to_string(),
+                Some(("history", "adopted")) => self.adopted.store(true, Ordering::Release),
                 Some(("promised-epoch", e)) => {
                     let e = e.parse().map_err(|_| format!("{}: bad promised-epoch", path.display()))?;
                     self.promised.store(e, Ordering::Release);
@@ -204,6 +231,10 @@ impl Replication {
     fn save(&self) {
         let Some(dir) = self.dir.lock().clone() else { return };
         let mut text = format!("replid {}\npromised-epoch {}\n", self.replid.lock(), self.promised_epoch());
+        // Written only when set, like the lease line below.
+        if self.adopted.load(Ordering::Acquire) {
+            text.push_str("history adopted\n");
+        }
         // Written only when set, so a node that was never leased keeps a file older versions read.
         if self.lease.required() {
             text.push_str("write-lease required\n");

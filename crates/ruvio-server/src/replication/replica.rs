@@ -120,14 +120,14 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
             let (sh, p) = (shared.clone(), path.clone());
             let started = Instant::now();
             tokio::task::spawn_blocking(move || load_snapshot(&sh, &p, lsn, their_epoch)).await.map_err(|e| e.to_string())??;
-            shared.replication.set_replid(replid.to_string());
+            shared.replication.adopt_history(replid.to_string());
             tracing::info!("replication: loaded the primary's snapshot of LSN {lsn} ({size} bytes) in {:?}", started.elapsed());
         }
         ["+CONTINUE", replid, their_epoch] => {
             let their_epoch = parse_epoch(their_epoch, epoch, &line)?;
             primary_epoch = their_epoch;
             shared.store.lock().locks.tokens.set_epoch(their_epoch);
-            shared.replication.set_replid(replid.to_string());
+            shared.replication.adopt_history(replid.to_string());
             tracing::info!("replication: continuing from LSN {next_lsn}");
         }
         _ => return Err(format!("the primary refused PSYNC: {line}")),
@@ -243,7 +243,7 @@ async fn apply_stream(
         }
         if let Some(damage) = damage {
             // Nothing after the damage is trusted: the next sync starts from a snapshot.
-            shared.replication.set_replid(super::new_replid());
+            shared.replication.forget_history();
             return Err(damage);
         }
         let received = shared.journal.last_lsn();
@@ -367,7 +367,7 @@ fn apply(shared: &Arc<Shared>, replayer: &mut Replayer, bytes: &[u8], first: u64
     store.set_expiry(Expiry::Hidden);
     if let Some(f) = failure {
         // Records before the bad one were applied but not journaled: the next sync must not trust this history.
-        shared.replication.set_replid(super::new_replid());
+        shared.replication.forget_history();
         return Err(format!("damaged stream: {f}; this replica will sync again from a snapshot"));
     }
     let open = shared.journal.append_replicated(store, bytes, first, last);
