@@ -162,7 +162,10 @@ impl crate::persistence::Host for Shared {
     fn commit_log(&self, store: &mut Store) -> u64 {
         Shared::commit_log(self, store)
     }
-    fn relog_functions(&self, store: &mut Store) {
-        self.scripts.relog_functions(store)
+    fn function_libraries(&self, _store: &mut Store) -> Vec<bytes::Bytes> {
+        self.scripts.library_code()
+    }
+    fn replace_function_libraries(&self, _store: &mut Store, libraries: &[bytes::Bytes]) -> Result<(), String> {
+        self.scripts.replace_libraries(libraries)
     }
 }

@@ -134,9 +134,6 @@ fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
     assert!(is_ok(&c.cmd(&["SET", "ttl:a", "x", "PX", "600000"])));
     assert_eq!(int(&c.cmd(&["IFGT", "fenced", &token.to_string(), "guarded"])), 1);
     assert_eq!(int(&c.cmd(&["HSET", "hash:a", "f1", "v1", "f2", "v2"])), 2);
-    let library = |name: &str| {
-        format!("#!lua name={name}\nredis.register_function{{function_name='{name}_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={{'no-writes'}}}}")
-    };
     assert_eq!(bulk(&c.cmd(&["FUNCTION", "LOAD", &library("before")])).as_deref(), Some("before"));
     let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
     same_data(&primary, &replica);
@@ -186,6 +183,67 @@ fn a_replica_syncs_follows_the_stream_and_refuses_writes() {
     assert_eq!(bulk(&c.cmd(&["GET", "w"])).as_deref(), Some("1"), "reads go on");
     assert!(is_ok(&c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"])));
     assert!(is_ok(&c.cmd(&["SET", "guarded", "1"])));
+}
+
+fn library(name: &str) -> String {
+    format!("#!lua name={name}\nredis.register_function{{function_name='{name}_get', callback=function(keys) return redis.call('GET', keys[1]) end, flags={{'no-writes'}}}}")
+}
+
+/// Library names FUNCTION LIST shows, sorted.
+fn libraries(s: &Server) -> Vec<String> {
+    let Value::Array(libs) = s.conn().cmd(&["FUNCTION", "LIST"]) else { panic!("FUNCTION LIST") };
+    let mut names: Vec<String> = libs
+        .iter()
+        .map(|l| {
+            let Value::Array(fields) = l else { panic!("{l:?}") };
+            bulk(&fields[1]).unwrap()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Function libraries travel inside snapshots. They used to follow a snapshot as FUNCTION LOAD records: a replica
+/// that compacted its log then logged them as records of its own (LSNs its primary had given to other records),
+/// and a full sync kept libraries the primary did not have.
+#[test]
+fn function_libraries_travel_in_snapshots_and_a_replica_compacts_without_records_of_its_own() {
+    let (pd, r1d, r2d) = (temp_dir("repl-fn-p"), temp_dir("repl-fn-r1"), temp_dir("repl-fn-r2"));
+    let primary = start(&pd, &[]);
+    let mut c = primary.conn();
+    assert_eq!(bulk(&c.cmd(&["FUNCTION", "LOAD", &library("kept")])).as_deref(), Some("kept"));
+    assert!(is_ok(&c.cmd(&["SET", "k", "1"])));
+    let flags = ["--appendfsync", "always"];
+    let mut r1 = replica_of(&primary, &r1d, &flags);
+    caught_up(&primary, &r1);
+    // A node with a library of its own becomes a replica: the snapshot's libraries replace it.
+    let r2 = start(&r2d, &[]);
+    assert_eq!(bulk(&r2.conn().cmd(&["FUNCTION", "LOAD", &library("stale")])).as_deref(), Some("stale"));
+    assert!(is_ok(&r2.conn().cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()])));
+    same_data(&primary, &r2);
+    assert_eq!(libraries(&r2), ["kept"]);
+    // The replica compacts its log, serves a read, and follows on.
+    let before: u64 = r1.info_field("aof_rewrites").parse().unwrap();
+    assert!(matches!(r1.conn().cmd(&["BGREWRITEAOF"]), Value::Simple(_) | Value::Bulk(_)));
+    let t = Instant::now();
+    while r1.info_field("aof_rewrite_in_progress") != "0" || r1.info_field("aof_rewrites").parse::<u64>().unwrap() <= before {
+        assert!(t.elapsed() < Duration::from_secs(60), "the replica's rewrite did not finish: {}", r1.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(bulk(&r1.conn().cmd(&["GET", "k"])).as_deref(), Some("1"));
+    for i in 0..20 {
+        c.cmd(&["SET", &format!("after:{i}"), "v"]);
+    }
+    same_data(&primary, &r1);
+    assert!(!r1.stderr().contains("of its own"), "replica stderr: {}", r1.stderr());
+    assert_eq!(primary.info_in("replication", "full_syncs"), "2", "no new snapshot; primary stderr: {}", primary.stderr());
+    // Restarted from its compacted files, it still has the library and resumes its history.
+    r1.kill9();
+    let r1 = start(&r1d, &[&flags[..], &["--replicaof", "127.0.0.1", &primary.port.to_string()]].concat());
+    caught_up(&primary, &r1);
+    assert_eq!(libraries(&r1), ["kept"]);
+    assert_eq!(bulk(&r1.conn().cmd(&["FCALL_RO", "kept_get", "1", "k"])).as_deref(), Some("1"));
+    assert_eq!(primary.info_in("replication", "partial_syncs"), "1");
 }
 
 /// WAIT and WAITAOF wait on the journal's durability: a WAIT with no replica is answered by the acknowledgement of

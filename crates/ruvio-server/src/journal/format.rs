@@ -94,6 +94,8 @@ pub enum RecordKind {
     Tokens = 3,
     /// Snapshot: the end; a snapshot without it is incomplete.
     End = 4,
+    /// Snapshot: one function library's code, as FUNCTION LOAD took it.
+    Library = 5,
 }
 
 impl RecordKind {
@@ -104,6 +106,7 @@ impl RecordKind {
             2 => RecordKind::Fence,
             3 => RecordKind::Tokens,
             4 => RecordKind::End,
+            5 => RecordKind::Library,
             _ => return None,
         })
     }

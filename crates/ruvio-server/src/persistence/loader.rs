@@ -128,8 +128,9 @@ pub(crate) fn load_snapshot(host: &impl Host, path: &Path, clock: Clock) -> Resu
     let databases = store.dbs.len();
     let mut ended = false;
     let mut spare = Vec::new();
+    let mut libraries = Vec::new();
     loop {
-        let rec = match r.next_record_reusing(std::mem::take(&mut spare)) {
+        let mut rec = match r.next_record_reusing(std::mem::take(&mut spare)) {
             Ok(Some(rec)) => rec,
             Ok(None) => break,
             Err(e) => return Err(format!("the snapshot {} is damaged: {}", path.display(), at(path, &e))),
@@ -188,6 +189,10 @@ pub(crate) fn load_snapshot(host: &impl Host, path: &Path, clock: Clock) -> Resu
                 store.locks.tokens.set_epoch(epoch);
                 store.locks.tokens.observe(last);
             }
+            RecordKind::Library => {
+                libraries.push(bytes::Bytes::from(std::mem::take(&mut rec.payload)));
+                continue;
+            }
             RecordKind::End => ended = true,
             RecordKind::Command => return Err(bad("a command record inside a snapshot".into())),
         }
@@ -196,6 +201,8 @@ pub(crate) fn load_snapshot(host: &impl Host, path: &Path, clock: Clock) -> Resu
     if !ended {
         return Err(format!("the snapshot {} is incomplete (no end marker)", path.display()));
     }
+    // Only the snapshot's libraries: a replica's full sync drops those its primary no longer has.
+    host.replace_function_libraries(&mut store, &libraries).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok((r.header.lsn, keys, size))
 }
 

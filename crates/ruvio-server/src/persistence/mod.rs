@@ -42,8 +42,10 @@ pub trait Host: Send + Sync + 'static {
     /// Numbers what `store` staged in the journal (under the store lock, so LSN order is execution order);
     /// returns the last LSN.
     fn commit_log(&self, store: &mut Store) -> u64;
-    /// Stages the function libraries as records: a snapshot carries them.
-    fn relog_functions(&self, store: &mut Store);
+    /// The function libraries' code (under the store lock: a snapshot carries them as of its instant).
+    fn function_libraries(&self, store: &mut Store) -> Vec<bytes::Bytes>;
+    /// Replaces every function library with these (a snapshot was loaded; under the store lock).
+    fn replace_function_libraries(&self, store: &mut Store, libraries: &[bytes::Bytes]) -> Result<(), String>;
 }
 
 impl<T: Host> Host for Arc<T> {
@@ -62,8 +64,11 @@ impl<T: Host> Host for Arc<T> {
     fn commit_log(&self, store: &mut Store) -> u64 {
         (**self).commit_log(store)
     }
-    fn relog_functions(&self, store: &mut Store) {
-        (**self).relog_functions(store)
+    fn function_libraries(&self, store: &mut Store) -> Vec<bytes::Bytes> {
+        (**self).function_libraries(store)
+    }
+    fn replace_function_libraries(&self, store: &mut Store, libraries: &[bytes::Bytes]) -> Result<(), String> {
+        (**self).replace_function_libraries(store, libraries)
     }
 }
 

@@ -135,10 +135,12 @@ pub(crate) fn snapshot_to<H: Host>(host: &H, path: &std::path::Path, at_instant:
         for db in store.dbs.iter_mut() {
             db.begin_capture();
         }
-        // Function libraries are not in the snapshot: they follow it as records (the new log file starts with them,
-        // a replica's stream too).
-        host.relog_functions(&mut store);
         let wall = crate::clock::wall_ms();
+        // The function libraries as of the snapshot's instant. (They once followed it as FUNCTION LOAD records: on a
+        // replica those took LSNs its primary gave to other records.)
+        for code in host.function_libraries(&mut store) {
+            encode_record(&mut buf, lsn, wall, 0, RecordKind::Library, |o| o.extend_from_slice(&code));
+        }
         let tokens = &store.locks.tokens;
         encode_record(&mut buf, lsn, wall, 0, RecordKind::Tokens, |o| {
             o.extend_from_slice(&tokens.epoch().to_le_bytes());

@@ -31,7 +31,6 @@ use parking_lot::{Mutex, MutexGuard};
 use ruvio_protocol::Value;
 
 use crate::errors::*;
-use crate::store::Store;
 
 /// The Lua state's memory is bounded by this (allocations beyond it fail the script with an out-of-memory error).
 pub const LUA_MEMORY_LIMIT: usize = 1 << 30;
@@ -119,15 +118,29 @@ impl Scripting {
         Value::ok()
     }
 
-    /// Logs every function library as `FUNCTION LOAD REPLACE <code>`: called by log compaction at the snapshot's
-    /// instant, so the libraries open the new log file (the snapshot has no record for them).
-    pub fn relog_functions(&self, store: &mut Store) {
+    /// Every function library's code, for a snapshot (call with the store lock held).
+    pub fn library_code(&self) -> Vec<Bytes> {
         let engine = self.engine.lock();
-        if let Some(e) = engine.as_ref() {
-            for lib in e.functions.libraries.values() {
-                store.log(0, vec![Bytes::from_static(b"FUNCTION"), Bytes::from_static(b"LOAD"), Bytes::from_static(b"REPLACE"), lib.code.clone()]);
+        engine.as_ref().map_or_else(Vec::new, |e| e.functions.libraries.values().map(|lib| lib.code.clone()).collect())
+    }
+
+    /// After a snapshot was loaded: its libraries, and no others (call with the store lock held). A library that
+    /// fails to load names the snapshot as damaged.
+    pub fn replace_libraries(&self, libraries: &[Bytes]) -> Result<(), String> {
+        if libraries.is_empty() && self.engine.lock().is_none() {
+            return Ok(());
+        }
+        let mut engine = self.engine();
+        engine.flush_functions();
+        let mut result = Ok(());
+        for code in libraries {
+            if let Err(e) = engine.load_library(code, true) {
+                result = Err(format!("a function library in the snapshot does not load: {e:?}"));
+                break;
             }
         }
+        self.update_stats(&engine);
+        result
     }
 
     /// INFO memory lines.
