@@ -387,6 +387,29 @@ fn a_replica_restarted_with_replicaof_writes_nothing_of_its_own() {
     assert_eq!(primary.info_in("replication", "partial_syncs"), "1", "it resumes its history; primary stderr: {}", primary.stderr());
 }
 
+/// LOCKINFO on a replica after one semaphore slot ended (its primary paused, so no LOCKDROP came yet) pruned the
+/// slot and logged the drop as a record of its own.
+#[test]
+fn lockinfo_on_a_replica_changes_nothing() {
+    let (pd, rd) = (temp_dir("repl-lockinfo-p"), temp_dir("repl-lockinfo-r"));
+    let primary = start(&pd, &[]);
+    let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
+    let mut c = primary.conn();
+    int(&c.cmd(&["SEMAPHORE", "sem", "2", "300"]));
+    let long = int(&c.cmd(&["SEMAPHORE", "sem", "2", "60000"]));
+    caught_up(&primary, &replica);
+    let had = lsn(&replica);
+    signal(&primary, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(500));
+    let info = replica.conn().cmd(&["LOCKINFO", "sem"]);
+    assert_eq!(lock_holders(&info), format!("semaphore/2/[{long}]"), "the ended slot is not shown");
+    assert_eq!(lsn(&replica), had, "a read changed the replica; stderr: {}", replica.stderr());
+    signal(&primary, libc::SIGCONT);
+    c.cmd(&["SET", "after", "1"]);
+    same_data(&primary, &replica);
+    assert!(!replica.stderr().contains("of its own"), "replica stderr: {}", replica.stderr());
+}
+
 #[test]
 fn after_a_primary_restart_its_replicas_resume_without_a_new_snapshot() {
     let (pd, r1d, r2d) = (temp_dir("repl-prestart-p"), temp_dir("repl-prestart-r1"), temp_dir("repl-prestart-r2"));

@@ -54,6 +54,11 @@ fn settle_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
 /// Removes semaphore slots whose own TTL ran out. The key itself expires with its last holder (its deadline is
 /// the latest holder's), through the keyspace's own expiry.
 fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
+    if store.replica {
+        // A replica's slots end with its primary's records: a LOCKDROP logged here would take an LSN of its own
+        // (LOCKINFO on a replica did that). Reads there leave ended slots out instead.
+        return;
+    }
     let (expired, whole_key) = match store.dbs[db].peek(key) {
         Some(Entry { data: Data::Semaphore(sem), expire_at }) => {
             let expired: Vec<i64> = sem.holders.iter().filter(|h| h.deadline <= now).map(|h| h.token).collect();
@@ -450,7 +455,8 @@ pub fn info(store: &mut Store, db: usize, key: &[u8], now: u64) -> Result<Option
         Some(Entry { data: Data::Semaphore(s), .. }) => Some(LockInfo {
             kind: "semaphore",
             limit: s.limit,
-            holders: s.holders.iter().map(|h| HolderInfo { token: h.token, remaining_ms: h.deadline.saturating_sub(now) }).collect(),
+            // A replica keeps ended slots until its primary's records drop them; they are not shown.
+            holders: s.holders.iter().filter(|h| h.deadline > now).map(|h| HolderInfo { token: h.token, remaining_ms: h.deadline - now }).collect(),
             waiters,
         }),
         Some(_) => return Err(LockError::WrongType),
