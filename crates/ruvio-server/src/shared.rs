@@ -83,6 +83,12 @@ impl Shared {
         }
     }
 
+    /// The store through `guard`, locked first if the caller does not hold it yet (a command's context and a running
+    /// script keep the lock in such an `Option`, so they can let it go while they wait).
+    pub fn store_in<'a, 'g>(&'g self, guard: &'a mut Option<parking_lot::MutexGuard<'g, Store>>) -> &'a mut Store {
+        guard.get_or_insert_with(|| self.store.lock())
+    }
+
     /// Numbers the writes staged in `store.log` in the journal and tells its consumers. Under the store lock (the
     /// `&mut Store`), so LSN order is execution order. Returns the last LSN.
     pub fn commit_log(&self, store: &mut Store) -> u64 {

@@ -85,11 +85,8 @@ impl<'a, 'g> Ctx<'a, 'g> {
 
     /// The store, locked for the rest of this command (and the commands batched with it).
     pub fn store(&mut self) -> &mut Store {
-        if self.guard.is_none() {
-            let shared: &'g Arc<Shared> = self.shared;
-            *self.guard = Some(shared.store.lock());
-        }
-        self.guard.as_mut().expect("store locked above")
+        let shared: &'g Arc<Shared> = self.shared;
+        shared.store_in(self.guard)
     }
 
     /// The client's selected database.

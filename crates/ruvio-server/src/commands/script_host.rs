@@ -13,7 +13,6 @@ use super::{flags, Resolved};
 use crate::client::ClientState;
 use crate::errors::*;
 use crate::scripting::engine::Host;
-use crate::scripting::host::lock_store;
 use crate::shared::Shared;
 use crate::store::Store;
 
@@ -48,7 +47,7 @@ impl Host for ServerHost<'_, '_> {
             return Err(error_text(&refusal));
         }
         let shared = self.shared;
-        lock_store(shared, self.guard);
+        shared.store_in(self.guard);
         let before = self.guard.as_ref().map(|s| s.changes()).unwrap_or(0);
         let (reply, _block) = (self.execute)(Caller::Script, self.now, shared, self.client, argv, self.guard);
         if self.guard.as_ref().map(|s| s.changes()).unwrap_or(0) != before {

@@ -173,7 +173,7 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
     tokio::task::spawn_blocking(move || {
         let mut guard: Option<MutexGuard<'_, Store>> = None;
         let now = {
-            scripting::host::lock_store(&shared, &mut guard);
+            shared.store_in(&mut guard);
             crate::clock::mono_ms()
         };
         let reply = run_job(&shared, &mut client, &mut guard, execute, &job, &keys, &argv, read_only, now, true);
@@ -199,7 +199,7 @@ fn run_job<'g>(
     now: u64,
     wrap: bool,
 ) -> Value {
-    scripting::host::lock_store(shared, guard);
+    shared.store_in(guard);
     let log_start = guard.as_ref().map(|s| s.log.len()).unwrap_or(0);
     let run = &shared.scripts.run;
     run.kill.store(KILL_NONE, Ordering::Release);

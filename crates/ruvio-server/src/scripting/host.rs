@@ -1,19 +1,16 @@
-//! The server's side of scripting that connections see: the BUSY gate they pass while a script runs, and the store
-//! lock a script holds. (The [`Host`](super::engine::Host) through which a script's `redis.call` runs the execution
-//! path is the command layer's: `commands/script_host.rs`.)
+//! The server's side of scripting that connections see: the BUSY gate they pass while a script runs. (The
+//! [`Host`](super::engine::Host) through which a script's `redis.call` runs the execution path is the command
+//! layer's: `commands/script_host.rs`; a script holds the store lock through `Shared::store_in`.)
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use parking_lot::MutexGuard;
 use ruvio_protocol::Value;
 
 use super::KILL_SHUTDOWN;
 use crate::errors::*;
 use crate::shared::Shared;
-use crate::store::Store;
 
 fn threshold(shared: &Shared) -> u64 {
     shared.config.read().busy_reply_threshold
@@ -57,11 +54,4 @@ fn busy_reply(shared: &Shared, args: &[Bytes]) -> Option<Value> {
         return None;
     }
     Some(Value::error(if shared.scripts.run.is_function.load(Ordering::Acquire) { ERR_BUSY_FUNCTION } else { ERR_BUSY_SCRIPT }))
-}
-
-/// The store while a script runs, for [`engine`]: locks it if not yet held.
-pub fn lock_store<'g>(shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>) {
-    if guard.is_none() {
-        *guard = Some(shared.store.lock());
-    }
 }
