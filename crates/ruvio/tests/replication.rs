@@ -410,6 +410,37 @@ fn lockinfo_on_a_replica_changes_nothing() {
     assert!(!replica.stderr().contains("of its own"), "replica stderr: {}", replica.stderr());
 }
 
+/// A durable grant that times out after its primary was demoted is not undone there: the undo would be a record of
+/// the replica's own (only its new primary's records may change it).
+#[test]
+fn a_durable_grant_timing_out_after_a_demotion_is_not_undone_on_the_replica() {
+    let (pd, rd) = (temp_dir("repl-demoted-p"), temp_dir("repl-demoted-r"));
+    let primary = start(&pd, &["--durability-timeout", "1500"]);
+    // The replica applies the grant but never reports it fsynced, so the grant waits out its timeout.
+    let replica = replica_of(&primary, &rd, &["--appendfsync", "no"]);
+    caught_up(&primary, &replica);
+    let port = primary.port;
+    let waiting = std::thread::spawn(move || {
+        let mut c = Conn::connect(port);
+        assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
+        c.cmd(&["LEASE", "demoted", "60000"])
+    });
+    let start_wait = Instant::now();
+    while replica.conn().cmd(&["EXISTS", "demoted"]) != Value::Integer(1) {
+        assert!(start_wait.elapsed() < Duration::from_secs(10), "the grant never reached the replica");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // A switch while the grant waits: the replica is promoted (with the grant) and the old primary follows it.
+    assert!(is_ok(&replica.conn().cmd(&["REPLICAOF", "NO", "ONE"])));
+    assert!(is_ok(&primary.conn().cmd(&["REPLICAOF", "127.0.0.1", &replica.port.to_string()])));
+    caught_up(&replica, &primary);
+    let reply = waiting.join().unwrap();
+    assert!(err(&reply).starts_with("NOTDURABLE"), "{reply:?}");
+    replica.conn().cmd(&["SET", "after", "1"]);
+    same_data(&replica, &primary);
+    assert!(!primary.stderr().contains("of its own"), "stderr: {}", primary.stderr());
+}
+
 #[test]
 fn after_a_primary_restart_its_replicas_resume_without_a_new_snapshot() {
     let (pd, r1d, r2d) = (temp_dir("repl-prestart-p"), temp_dir("repl-prestart-r1"), temp_dir("repl-prestart-r2"));

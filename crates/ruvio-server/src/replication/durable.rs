@@ -67,6 +67,12 @@ fn undo_grant(shared: &Arc<Shared>, db: usize, key: Bytes, token: i64) {
     client.db = db;
     let args = [Bytes::from_static(b"RELEASE"), key, Bytes::from(token.to_string())];
     let mut guard = Some(shared.store.lock());
+    if guard.as_ref().is_some_and(|s| s.replica) {
+        // Demoted meanwhile (a failover): only the new primary's records change this node. If the grant reached the
+        // new primary, it ends there at its TTL; the client was told it does not hold it.
+        tracing::warn!("durable grant of token {token} not acknowledged in time; this node is a replica now, so it is not undone here");
+        return;
+    }
     let (reply, _) = execute(Caller::Replay, crate::clock::mono_ms(), shared, &mut client, &args, &mut guard);
     if let Some(store) = guard.as_mut() {
         shared.commit_log(store);
