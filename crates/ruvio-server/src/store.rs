@@ -67,8 +67,17 @@ impl Store {
     /// Appends a record to the write log.
     pub fn log(&mut self, db: usize, args: Vec<Bytes>) {
         if self.log_enabled {
-            let wall_ms = if self.now == 0 { crate::clock::wall_ms() } else { self.now_wall };
+            let wall_ms = self.wall_now();
             self.log.push(LogRecord { db, args, wall_ms });
+        }
+    }
+
+    /// The instant what is logged now carries (Unix ms): the running command's or event's.
+    pub fn wall_now(&self) -> i64 {
+        if self.now == 0 {
+            crate::clock::wall_ms()
+        } else {
+            self.now_wall
         }
     }
 
@@ -93,9 +102,12 @@ impl Store {
         self.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"EXEC")], wall_ms });
     }
 
-    /// Follows up on keys the keyspace removed by itself: logs a DEL for each (so a replayed log and replicas agree)
-    /// and wakes waiters of lock keys that went away.
-    pub fn settle_expired(&mut self) {
+    /// Logs what the mutators reported: a DEL for each key the keyspace removed by itself (so a replayed log and
+    /// replicas agree; waiters of lock keys that went away are woken), then the lock engine's changes in the order
+    /// it made them. Expiries first is their true order: the engine settles a key before it changes it, and a key
+    /// it just changed cannot expire in the same instant. With `commands::call` (a write command that changed
+    /// something), the one place records come from; it runs after every command, lock-timer round and wake-up.
+    pub fn settle(&mut self) {
         for db in 0..self.dbs.len() {
             if !self.dbs[db].has_events() {
                 continue;
@@ -107,6 +119,11 @@ impl Store {
                     self.locks.stats.expirations += 1;
                     self.locks.key_gone(db, &ev.key);
                 }
+            }
+        }
+        for c in std::mem::take(&mut self.locks.changes) {
+            if self.log_enabled {
+                self.log.push(LogRecord { db: c.db, args: c.record, wall_ms: c.wall_ms });
             }
         }
     }

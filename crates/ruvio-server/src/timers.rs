@@ -27,7 +27,7 @@ pub async fn active_expiry(shared: Arc<Shared>) {
             removed += store.dbs[db].active_expire(now, 16);
         }
         if removed > 0 {
-            store.settle_expired();
+            store.settle();
             shared.after_command(&mut store, now);
             shared.commit_log(&mut store);
         }

@@ -239,7 +239,7 @@ fn run(ops: Vec<Op>) {
                         engine::on_lock_gone(&mut store, 0, KEYS[key].as_bytes(), now);
                     }
                 }
-                store.settle_expired();
+                store.settle();
                 m.locks.remove(&key);
             }
             Op::Advance { ms } => now += ms,

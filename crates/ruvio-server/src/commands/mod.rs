@@ -292,12 +292,15 @@ mod tests {
 
 /// Runs a resolved command: the handler, then the write log and expiry follow-ups.
 pub fn call(ctx: &mut Ctx) -> Value {
+    // Whether a write changed anything is counted by the mutators (the keyspace's, the function libraries'); the
+    // lock engine reports its changes as records of their own (settled below).
+    let changes = |store: &crate::store::Store, shared: &crate::shared::Shared| store.changes() + shared.scripts.library_changes();
     let changes_before = if ctx.spec.has(flags::WRITE) {
-        let now = ctx.now;
+        let (now, shared) = (ctx.now, ctx.shared);
         let store = ctx.store();
         // What this command logs (the lock engine's records included) carries its instant.
         store.set_now(now);
-        store.changes()
+        changes(store, shared)
     } else {
         0
     };
@@ -312,9 +315,10 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let spec = ctx.spec;
         let store = ctx.store();
         store.set_now(now);
-        // Expiries the command caused go to the log first: `INCR` of an expired key must replay as DEL, then INCR.
-        store.settle_expired();
-        if write && store.log_enabled && store.changes() > changes_before {
+        // Expiries and lock changes the command caused go to the log first: `INCR` of an expired key must replay as
+        // DEL, then INCR.
+        store.settle();
+        if write && store.log_enabled && changes(store, shared) > changes_before {
             match propagate {
                 context::Propagate::AsIs => store.log(db, args.to_vec()),
                 context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),

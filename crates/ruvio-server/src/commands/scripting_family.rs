@@ -312,13 +312,6 @@ fn script_help(_ctx: &mut Ctx) -> Value {
 
 // ----- FUNCTION -----
 
-/// Logs a FUNCTION command that changed the libraries, so replay and replicas get the same libraries.
-fn log_function_change(ctx: &mut Ctx) {
-    let db = ctx.client.db;
-    let args = ctx.args.to_vec();
-    ctx.store().log(db, args);
-}
-
 fn function_load(ctx: &mut Ctx) -> Value {
     let (replace, code) = match ctx.args.len() {
         3 => (false, ctx.args[2].clone()),
@@ -335,10 +328,7 @@ fn function_load(ctx: &mut Ctx) -> Value {
         r
     };
     match r {
-        Ok(name) => {
-            log_function_change(ctx);
-            Value::bulk(name)
-        }
+        Ok(name) => Value::bulk(name),
         Err(e) => e,
     }
 }
@@ -356,7 +346,6 @@ fn function_delete(ctx: &mut Ctx) -> Value {
     if !deleted {
         return Value::error(ERR_FUNCTION_NO_LIBRARY);
     }
-    log_function_change(ctx);
     Value::ok()
 }
 
@@ -371,7 +360,6 @@ fn function_flush(ctx: &mut Ctx) -> Value {
         engine.flush_functions();
         shared.scripts.update_stats(&engine);
     }
-    log_function_change(ctx);
     Value::ok()
 }
 
@@ -483,10 +471,7 @@ fn function_restore(ctx: &mut Ctx) -> Value {
         r
     };
     match r {
-        Ok(()) => {
-            log_function_change(ctx);
-            Value::ok()
-        }
+        Ok(()) => Value::ok(),
         Err(e) => e,
     }
 }

@@ -36,10 +36,12 @@ impl LockError {
     }
 }
 
-/// Appends a record to the write log; builds it only when something consumes the log.
-fn log_record(store: &mut Store, db: usize, record: impl FnOnce() -> Vec<bytes::Bytes>) {
+/// Reports a change as the record that replays it (`Store::settle` logs it); built only when something consumes
+/// the log.
+fn report(store: &mut Store, db: usize, record: impl FnOnce() -> Vec<bytes::Bytes>) {
     if store.log_enabled {
-        store.log(db, record());
+        let wall_ms = store.wall_now();
+        store.locks.changes.push(crate::locks::LockChange { db, record: record(), wall_ms });
     }
 }
 
@@ -48,7 +50,7 @@ fn log_record(store: &mut Store, db: usize, record: impl FnOnce() -> Vec<bytes::
 fn settle_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
     store.dbs[db].get(key, now);
     prune_semaphore(store, db, key, now);
-    store.settle_expired();
+    store.settle();
 }
 
 /// Removes semaphore slots whose own TTL ran out. The key itself expires with its last holder (its deadline is
@@ -71,7 +73,7 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
         return;
     }
     if whole_key {
-        // The whole key goes: settle_expired logs one DEL and counts one expiration; count the other slots here.
+        // The whole key goes: Store::settle logs one DEL and counts one expiration; count the other slots here.
         store.locks.stats.expirations += expired.len() as u64 - 1;
         if store.dbs[db].get(key, now).is_some() {
             // Deadline inconsistent with the holders (cannot happen through the commands): the key is made due, so
@@ -84,7 +86,7 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
     store.dbs[db].update_semaphore(key, now, |sem| sem.holders.retain(|h| h.deadline > now));
     for token in expired {
         store.locks.stats.expirations += 1;
-        log_record(store, db, || records::lockdrop(key, token));
+        report(store, db, || records::lockdrop(key, token));
     }
     store.locks.pending.push((db, CompactBytes::new(key)));
 }
@@ -187,7 +189,7 @@ fn undo_grant(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
 
 fn log_grant(store: &mut Store, db: usize, key: &[u8], want: Want, token: i64, deadline: u64) {
     store.locks.stats.grants += 1;
-    log_record(store, db, || records::lockset(key, want, token, deadline));
+    report(store, db, || records::lockset(key, want, token, deadline));
 }
 
 /// LEASE / SEMAPHORE without waiting: the new token, `None` when the lock is taken (or others queue for it).
@@ -357,7 +359,7 @@ pub fn renew(store: &mut Store, db: usize, key: &[u8], token: i64, ttl_ms: u64, 
     disarm_unused(store, db, key, old);
     store.locks.arm(deadline, db, key);
     store.locks.stats.renewals += 1;
-    log_record(store, db, || records::lockset(key, want, token, deadline));
+    report(store, db, || records::lockset(key, want, token, deadline));
     Ok(true)
 }
 
@@ -382,7 +384,7 @@ pub fn release(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) -
     }
     disarm_unused(store, db, key, deadline);
     store.locks.stats.releases += 1;
-    log_record(store, db, || records::lockdrop(key, token));
+    report(store, db, || records::lockdrop(key, token));
     serve_key(store, db, key, now);
     Ok(true)
 }
@@ -421,7 +423,7 @@ pub fn fence_write(store: &mut Store, db: usize, key: &[u8], token: i64, value: 
     }
     store.locks.fences_mut(db).insert(CompactBytes::new(key), token);
     store.dbs[db].insert(key, Entry { data: Data::Str(CompactBytes::new(value)), expire_at: deadline });
-    log_record(store, db, || records::fenceset(key, token, value, deadline));
+    report(store, db, || records::fenceset(key, token, value, deadline));
     Ok(true)
 }
 

@@ -68,6 +68,17 @@ pub struct LockState {
     /// Keys whose lock went away or lost a holder while clients wait on them; served once the write that caused it
     /// is in the log, so a grant is always logged after the write that made room for it.
     pub pending: Vec<(usize, CompactBytes)>,
+    /// The engine's changes as the records that replay them (`records.rs`), in the order made; `Store::settle`
+    /// logs them, as it logs the keyspace's expiries.
+    pub changes: Vec<LockChange>,
+}
+
+/// One change the lock engine made: its record, database and instant (Unix ms).
+#[derive(Debug)]
+pub struct LockChange {
+    pub db: usize,
+    pub record: Vec<bytes::Bytes>,
+    pub wall_ms: i64,
 }
 
 impl Default for LockState {
@@ -81,6 +92,7 @@ impl Default for LockState {
             timers: BTreeSet::new(),
             wake_timer: false,
             pending: Vec::new(),
+            changes: Vec::new(),
         }
     }
 }

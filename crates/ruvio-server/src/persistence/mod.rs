@@ -359,7 +359,7 @@ pub fn open(host: &Arc<impl Host>, loaded: loader::Loaded) -> Result<(), String>
             removed += store.dbs[db].active_expire(now, crate::keyspace::SEGMENTS);
         }
     }
-    store.settle_expired();
+    store.settle();
     host.commit_log(&mut store);
     if removed > 0 {
         tracing::info!("{removed} keys had expired while the server was down; removed");

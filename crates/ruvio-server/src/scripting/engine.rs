@@ -1,7 +1,7 @@
 //! The Lua state: sandboxed globals, the `redis` table, the script cache, and running a script or function.
 
 use std::collections::HashMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -141,6 +141,9 @@ pub struct Engine {
     pub scripts: HashMap<String, Script>,
     pub scripts_bytes: usize,
     pub functions: super::functions::Registry,
+    /// Bumped by every change to the function libraries (shared with `Scripting`, read without the engine's lock:
+    /// the execution path logs a FUNCTION command that moved it).
+    library_changes: Arc<AtomicU64>,
 }
 
 /// The server a script runs against: executes one `redis.call` and returns its reply, or the error text the
@@ -156,7 +159,7 @@ pub enum Target<'a> {
 }
 
 impl Engine {
-    pub fn new(run: Arc<RunState>) -> mlua::Result<Engine> {
+    pub fn new(run: Arc<RunState>, library_changes: Arc<AtomicU64>) -> mlua::Result<Engine> {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
         let lua = Lua::new_with(libs, LuaOptions::default())?;
         lua.set_memory_limit(super::LUA_MEMORY_LIMIT)?;
@@ -195,7 +198,7 @@ impl Engine {
             }
             Ok(VmState::Continue)
         })?;
-        Ok(Engine { lua, bridge, xpcall, handler, scripts: HashMap::new(), scripts_bytes: 0, functions: Default::default() })
+        Ok(Engine { lua, bridge, xpcall, handler, scripts: HashMap::new(), scripts_bytes: 0, functions: Default::default(), library_changes })
     }
 
     pub fn lua(&self) -> &Lua {
@@ -208,16 +211,26 @@ impl Engine {
 
     /// FUNCTION LOAD: compiles and runs the library's code, collecting what it registers. Returns the library name.
     pub fn load_library(&mut self, code: &Bytes, replace: bool) -> Result<String, Value> {
-        self.functions.load_library(&self.lua, &self.bridge, code, replace)
+        let loaded = self.functions.load_library(&self.lua, &self.bridge, code, replace);
+        if loaded.is_ok() {
+            self.library_changes.fetch_add(1, Ordering::Relaxed);
+        }
+        loaded
     }
 
     /// Removes a library and its functions; false if there was none.
     pub fn delete_library(&mut self, name: &str) -> bool {
-        self.functions.delete_library(name)
+        let deleted = self.functions.delete_library(name);
+        if deleted {
+            self.library_changes.fetch_add(1, Ordering::Relaxed);
+        }
+        deleted
     }
 
+    /// Removes every library (a change even when there were none: Redis propagates FUNCTION FLUSH always).
     pub fn flush_functions(&mut self) {
         self.functions = super::functions::Registry::default();
+        self.library_changes.fetch_add(1, Ordering::Relaxed);
         let _ = self.lua.gc_collect();
     }
 

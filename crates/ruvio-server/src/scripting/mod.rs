@@ -64,6 +64,8 @@ pub struct Scripting {
     /// The Lua state with the script cache and function libraries; locked only under the store lock.
     pub engine: Mutex<Option<engine::Engine>>,
     pub run: Arc<RunState>,
+    /// Changes to the function libraries so far (the engine's mutators count them).
+    library_changes: Arc<AtomicU64>,
     /// INFO figures, refreshed after every script.
     pub lua_memory: AtomicU64,
     pub cached_scripts: AtomicU64,
@@ -77,6 +79,7 @@ impl Default for Scripting {
         Scripting {
             engine: Mutex::new(None),
             run: Arc::new(RunState::default()),
+            library_changes: Arc::new(AtomicU64::new(0)),
             lua_memory: AtomicU64::new(0),
             cached_scripts: AtomicU64::new(0),
             scripts_bytes: AtomicU64::new(0),
@@ -91,9 +94,14 @@ impl Scripting {
     pub fn engine(&self) -> parking_lot::MappedMutexGuard<'_, engine::Engine> {
         let mut g = self.engine.lock();
         if g.is_none() {
-            *g = Some(engine::Engine::new(self.run.clone()).expect("creating the Lua state"));
+            *g = Some(engine::Engine::new(self.run.clone(), self.library_changes.clone()).expect("creating the Lua state"));
         }
         MutexGuard::map(g, |e| e.as_mut().expect("created above"))
+    }
+
+    /// How many changes the function libraries have had (a write command that moved it is logged).
+    pub fn library_changes(&self) -> u64 {
+        self.library_changes.load(Ordering::Relaxed)
     }
 
     /// Refreshes the INFO figures from the engine.
