@@ -81,8 +81,11 @@ impl Shared {
         if crate::locks::engine::after_command(store, now) {
             self.lock_timer.notify_one();
         }
-        // The grants just made, logged after the write that made room for them.
-        store.settle();
+        // The grants just made, logged after the write that made room for them. (A key that expired meanwhile and
+        // granted nothing waits for the next settle: nothing is logged for it before that.)
+        if !store.locks.changes.is_empty() {
+            store.settle();
+        }
     }
 
     /// The store through `guard`, locked first if the caller does not hold it yet (a command's context and a running
