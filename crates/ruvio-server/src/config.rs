@@ -201,7 +201,7 @@ fn replicaof_value(v: &str) -> Result<String, String> {
 /// `save`: pairs of "seconds changes", seconds at least 1 and changes at least 0, or empty (Redis's rule).
 fn save_points(v: &str) -> Result<String, String> {
     let words: Vec<&str> = v.split_whitespace().collect();
-    let valid = words.len() % 2 == 0
+    let valid = words.len().is_multiple_of(2)
         && words.chunks(2).all(|p| p[0].parse::<i64>().is_ok_and(|s| s >= 1) && p[1].parse::<i64>().is_ok_and(|c| c >= 0));
     if !valid {
         return Err("Invalid save parameters".into());
@@ -210,7 +210,7 @@ fn save_points(v: &str) -> Result<String, String> {
 }
 
 fn num<T: std::str::FromStr>(v: &str) -> Result<T, String> {
-    v.trim().parse().map_err(|_| format!("argument couldn't be parsed into an integer"))
+    v.trim().parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())
 }
 
 fn mem(v: &str) -> Result<u64, String> {
@@ -228,7 +228,7 @@ fn format_output_limits(c: &Config) -> String {
 
 fn set_output_limits(c: &mut Config, v: &str) -> Result<(), String> {
     let words: Vec<&str> = v.split_whitespace().collect();
-    if words.is_empty() || words.len() % 4 != 0 {
+    if words.is_empty() || !words.len().is_multiple_of(4) {
         return Err("wrong number of arguments".into());
     }
     for chunk in words.chunks(4) {

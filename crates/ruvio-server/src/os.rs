@@ -25,7 +25,7 @@ pub fn fit_fd_limit(maxclients: usize, io_threads: usize) -> Result<(usize, Opti
         let n = 1024u64.saturating_sub(reserved).max(1) as usize;
         return Ok((n.min(maxclients), Some(format!("unable to obtain the current NOFILE limit ({e}), assuming 1024"))));
     }
-    let (old, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
+    let (old, hard) = (lim.rlim_cur, lim.rlim_max);
     if old >= needed {
         return Ok((maxclients, None));
     }

@@ -304,7 +304,7 @@ fn client_kill(ctx: &mut Ctx) -> Value {
         };
     }
     // New form: filters, AND-ed, as Redis 7 (networking.c clientKillCommand): each one only narrows the kill.
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Value::error(ERR_SYNTAX);
     }
     let mut by_id = None;

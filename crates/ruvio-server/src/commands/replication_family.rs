@@ -258,7 +258,7 @@ fn psync(ctx: &mut Ctx) -> Value {
 
 /// REPLCONF: accepted (listening-port, capa, ...) for tools that send it; acknowledgements travel on the link.
 fn replconf(ctx: &mut Ctx) -> Value {
-    if ctx.args.len() % 2 == 0 {
+    if ctx.args.len().is_multiple_of(2) {
         return Value::error(ERR_SYNTAX);
     }
     Value::ok()

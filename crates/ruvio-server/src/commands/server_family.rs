@@ -71,7 +71,7 @@ fn config_get(ctx: &mut Ctx) -> Value {
 
 fn config_set(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
-    if (args.len() - 2) % 2 != 0 {
+    if !(args.len() - 2).is_multiple_of(2) {
         return Value::error(ERR_SYNTAX);
     }
     // All or nothing: validate every pair on a copy, then swap it in.

@@ -292,11 +292,9 @@ fn getex(ctx: &mut Ctx) -> Value {
     if let Some((mono, wall)) = expire {
         db.set_expire(&args[1], mono, now);
         ctx.propagate_as(vec![Bytes::from_static(b"PEXPIREAT"), args[1].clone(), wall_arg(wall)]);
-    } else if persist {
-        if db.peek(&args[1]).is_some_and(|e| e.expire_at != 0) {
-            db.set_expire(&args[1], 0, now);
-            ctx.propagate_as(vec![Bytes::from_static(b"PERSIST"), args[1].clone()]);
-        }
+    } else if persist && db.peek(&args[1]).is_some_and(|e| e.expire_at != 0) {
+        db.set_expire(&args[1], 0, now);
+        ctx.propagate_as(vec![Bytes::from_static(b"PERSIST"), args[1].clone()]);
     }
     value
 }
@@ -317,7 +315,7 @@ fn mget(ctx: &mut Ctx) -> Value {
 
 fn mset(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return super::wrong_arity("mset");
     }
     let keys: Vec<Bytes> = args[1..].iter().step_by(2).cloned().collect();

@@ -5,7 +5,6 @@
 //! to the write log (see [`super::records`]) after first logging whatever the keyspace expired on the way; the
 //! command handlers therefore log nothing themselves.
 
-use std::collections::VecDeque;
 
 use ruvio_protocol::Value;
 
@@ -262,7 +261,7 @@ pub fn serve_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
                 let _ = waiter.reply.send(e.reply());
             }
             Ok(None) => {
-                store.locks.waiters_mut(db).entry(CompactBytes::new(key)).or_insert_with(VecDeque::new).push_front(waiter);
+                store.locks.waiters_mut(db).entry(CompactBytes::new(key)).or_default().push_front(waiter);
                 return;
             }
             Ok(Some((token, deadline))) => match waiter.reply.send(Value::Integer(token)) {

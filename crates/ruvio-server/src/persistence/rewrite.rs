@@ -61,7 +61,7 @@ fn finish(host: &impl Host, started: Instant, result: Result<(), String>) {
         Err(e) => {
             stats.last_rewrite_ok.store(false, Ordering::Relaxed);
             tracing::warn!("Background append-only log rewrite failed: {e}");
-            crate::errors::err_because(&e)
+            crate::errors::err_because(e)
         }
     };
     stats.rewrite_in_progress.store(false, Ordering::Release);

@@ -334,7 +334,7 @@ impl Writer {
     /// One round of the writer thread.
     fn turn(&mut self, host: &Arc<impl Host>, policy: AppendFsync) -> Turn {
         let shutdown = self.take_pending(host);
-        let retry_due = self.failing_since.map_or(true, |t| t.elapsed() >= RETRY_EVERY);
+        let retry_due = self.failing_since.is_none_or(|t| t.elapsed() >= RETRY_EVERY);
         if retry_due && self.write_queue(host, policy) {
             self.sync_per_policy(host, policy, shutdown);
         }
@@ -415,7 +415,7 @@ impl Writer {
                     let last_lsn = *last_lsn;
                     if let Some(lf) = self.file.as_mut() {
                         let end = lf.write_off + bytes.len() as u64;
-                        if end > lf.allocated && self.preallocate_failed.map_or(true, |t| t.elapsed() >= PREALLOCATE_RETRY) {
+                        if end > lf.allocated && self.preallocate_failed.is_none_or(|t| t.elapsed() >= PREALLOCATE_RETRY) {
                             self.preallocate_failed = preallocate(lf, end + PREALLOCATE).err().map(|e| {
                                 tracing::debug!("preallocating the log failed ({e}); it grows with its writes for now");
                                 Instant::now()
@@ -559,7 +559,7 @@ impl Writer {
 /// Fills the file with zeros from its current end up to `upto`. On failure the file is cut back to where it was,
 /// so a full disk costs nothing but the attempt.
 fn preallocate(lf: &mut LogFile, upto: u64) -> std::io::Result<()> {
-    const ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+    static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
     let mut at = lf.allocated.max(lf.write_off);
     while at < upto {
         let n = (upto - at).min(ZEROS.len() as u64) as usize;
