@@ -81,11 +81,8 @@ impl Shared {
         if crate::locks::engine::after_command(store, now) {
             self.lock_timer.notify_one();
         }
-        // The grants just made, logged after the write that made room for them. (A key that expired meanwhile and
-        // granted nothing waits for the next settle: nothing is logged for it before that.)
-        if !store.locks.changes.is_empty() {
-            store.settle();
-        }
+        // The grants just made, logged after the write that made room for them.
+        store.settle_lock_changes();
     }
 
     /// The store through `guard`, locked first if the caller does not hold it yet (a command's context and a running
@@ -98,7 +95,7 @@ impl Shared {
     /// `&mut Store`), so LSN order is execution order. Returns the last LSN.
     pub fn commit_log(&self, store: &mut Store) -> u64 {
         // Whatever a clock-driven round reported (the lock timer's drops and grants) is logged before it is numbered.
-        store.settle();
+        store.settle_lock_changes();
         if store.replica && !store.log.is_empty() {
             // A bug, caught here: only the primary's records may take LSNs on a replica. This one's LSNs no longer
             // match its primary's, so its history is given up: the link sees the next record's LSN as wrong and

@@ -102,6 +102,15 @@ impl Store {
         self.log.push(LogRecord { db: first_db, args: vec![Bytes::from_static(b"EXEC")], wall_ms });
     }
 
+    /// [`Store::settle`] when the lock engine reported changes not logged yet: cheap enough for every command and
+    /// batch (no pass over the databases otherwise). A key that expired meanwhile without a lock change is logged
+    /// by the next full settle, before anything else touches it.
+    pub fn settle_lock_changes(&mut self) {
+        if !self.locks.changes.is_empty() {
+            self.settle();
+        }
+    }
+
     /// Logs what the mutators reported: a DEL for each key the keyspace removed by itself (so a replayed log and
     /// replicas agree; waiters of lock keys that went away are woken), then the lock engine's changes in the order
     /// it made them. Expiries first is their true order: the engine settles a key before it changes it, and a key
