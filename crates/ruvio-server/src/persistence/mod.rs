@@ -200,6 +200,12 @@ impl Aof {
 
     /// Asks the writer for an fsync now (a durable write or WAITAOF waits for it), whatever `appendfsync` says.
     pub fn request_fsync(&self) {
+        if self.enabled() && self.group_at_park.load(Ordering::Relaxed) {
+            // Under `always` the next group commit covers it: waking the writer thread per durable write would
+            // make two threads take turns at fsyncs (measured: twice the fsyncs, a thread hand-off per write).
+            self.kick_pending.store(true, Ordering::Release);
+            return;
+        }
         self.urgent_fsync.store(true, Ordering::Release);
         self.wake_writer();
     }
