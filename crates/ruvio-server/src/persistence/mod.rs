@@ -210,6 +210,14 @@ impl Aof {
         self.wake_writer();
     }
 
+    /// Records were committed that should be written without waiting for the writer's next round: under `always`
+    /// the next group commit takes them (see [`Aof::committed`]), otherwise the writer is woken.
+    pub fn write_soon(&self) {
+        if !self.group_at_park.load(Ordering::Relaxed) {
+            self.wake_writer();
+        }
+    }
+
     pub(crate) fn wake_writer(&self) {
         let _g = self.wake_lock.lock();
         self.wake.notify_one();

@@ -21,20 +21,24 @@ use crate::dispatch::Replayer;
 use crate::keyspace::Expiry;
 use crate::journal::format::{decode_command, encode_command, RecordKind, RECORD_HEADER_LEN};
 use crate::shared::Shared;
+use crate::workers::Workers;
 
 /// Longest handshake line accepted from a primary.
 const MAX_LINE: usize = 1024;
 
 /// Starts a link each time this node begins to follow a primary (REPLICAOF, `replicaof` at start-up): the command
-/// only changes the replication state, and the links are this task's. Runs until shutdown.
-pub async fn supervise(shared: Arc<Shared>) {
+/// only changes the replication state, and the links are this task's. Runs until shutdown. A link runs on an I/O
+/// worker, as connections do, so what it applies is fsynced by that worker's group commit when it goes idle
+/// (`Aof::before_park`), and the acknowledgement leaves from the same thread: no hand-off to the log writer thread
+/// and back per batch.
+pub async fn supervise(shared: Arc<Shared>, workers: Arc<Workers>) {
     let mut shutdown = shared.shutdown.subscribe();
     let mut started = 0;
     loop {
         let generation = shared.replication.generation();
         if shared.replication.is_replica() && generation != started {
             started = generation;
-            tokio::spawn(run(shared.clone(), generation));
+            workers.next().spawn(run(shared.clone(), generation));
         }
         tokio::select! {
             _ = shared.replication.link_wanted.notified() => {}
@@ -372,8 +376,9 @@ fn apply(shared: &Arc<Shared>, replayer: &mut Replayer, bytes: &[u8], first: u64
     }
     let open = shared.journal.append_replicated(store, bytes, first, last);
     drop(guard);
+    // Replicas acknowledge each fsync as soon as it is done: under `always` this worker's group commit fsyncs the
+    // batch when it goes idle; otherwise the writer is woken to write it now.
     shared.aof.committed(open);
-    // Replicas acknowledge each fsync as soon as it is done: the writer does not wait for its next round.
-    shared.aof.wake_writer();
+    shared.aof.write_soon();
     Ok(())
 }
