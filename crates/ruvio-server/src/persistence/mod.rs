@@ -210,6 +210,11 @@ impl Aof {
         self.wake_writer();
     }
 
+    /// Whether every commit is fsynced by the next group commit (`appendfsync always`, the log writing).
+    pub fn syncs_every_commit(&self) -> bool {
+        self.enabled() && self.group_at_park.load(Ordering::Relaxed) && !self.has_error()
+    }
+
     /// Records were committed that should be written without waiting for the writer's next round: under `always`
     /// the next group commit takes them (see [`Aof::committed`]), otherwise the writer is woken.
     pub fn write_soon(&self) {

@@ -252,8 +252,13 @@ async fn apply_stream(
         }
         let received = shared.journal.last_lsn();
         let fsynced = if aof { shared.journal.durability.local().min(received) } else { 0 };
+        // Under `appendfsync always` the batch just applied is fsynced as soon as this worker goes idle: an
+        // acknowledgement of its receipt alone would only be followed by the one of its fsync, at twice the
+        // wake-ups on both nodes (Redis's replica under `always` also fsyncs before it acknowledges).
+        let fsync_imminent = aof && fsynced < received && shared.aof.syncs_every_commit();
         // At least once a second even when nothing changed: the primary's min-replicas-max-lag counts on it.
-        let due = (received, fsynced) != sent || sent_at.elapsed() >= Duration::from_secs(1);
+        // A completed fsync is acknowledged at once, even while more records arrive.
+        let due = fsynced != sent.1 || (received != sent.0 && !fsync_imminent) || sent_at.elapsed() >= Duration::from_secs(1);
         if due && shared.replication.promised_epoch() <= primary_epoch as u64 {
             let mut out = Vec::new();
             let ack: Vec<Bytes> = vec![
