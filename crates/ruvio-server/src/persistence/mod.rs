@@ -200,7 +200,7 @@ impl Aof {
 
     /// Asks the writer for an fsync now (a durable write or WAITAOF waits for it), whatever `appendfsync` says.
     pub fn request_fsync(&self) {
-        if self.enabled() && self.group_at_park.load(Ordering::Relaxed) {
+        if self.syncs_every_commit() {
             // Under `always` the next group commit covers it: waking the writer thread per durable write would
             // make two threads take turns at fsyncs (measured: twice the fsyncs, a thread hand-off per write).
             self.kick_pending.store(true, Ordering::Release);
