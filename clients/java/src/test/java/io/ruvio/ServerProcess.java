@@ -190,8 +190,27 @@ final class ServerProcess implements AutoCloseable {
         }
     }
 
+    /** SIGSTOP, and waits until the kernel shows every thread stopped: kill(2) returns before the stop takes effect. */
     void pause() {
         signal("STOP");
+        long pid = process.pid();
+        boolean stopped = waitFor(10_000, () -> {
+            try (var threads = Files.list(Path.of("/proc/" + pid + "/task"))) {
+                return threads.allMatch(t -> {
+                    try {
+                        String stat = Files.readString(t.resolve("stat"));
+                        return stat.substring(stat.lastIndexOf(')') + 2).startsWith("T");
+                    } catch (IOException e) {
+                        return true; // the thread ended
+                    }
+                });
+            } catch (IOException e) {
+                return false;
+            }
+        });
+        if (!stopped) {
+            throw new IllegalStateException("process " + pid + " did not stop after SIGSTOP");
+        }
     }
 
     void resume() {
