@@ -1,10 +1,9 @@
 //! The lock rules: grant, renew, release, expiry, fences and waking waiters.
 //!
 //! Every function here runs under the store lock and takes `now` (monotonic ms) from its caller, so the property
-//! test can drive it with a fake clock. Each function that changes lock state appends its own deterministic record
-//! to the write log (see [`super::records`]) after first logging whatever the keyspace expired on the way; the
-//! command handlers therefore log nothing themselves.
-
+//! test can drive it with a fake clock. Each function that changes lock state reports the change as the
+//! deterministic record that replays it (`LockState::changes`, see [`super::records`]); `Store::settle` logs those
+//! after whatever the keyspace expired on the way, so neither the engine nor the command handlers write records.
 
 use ruvio_protocol::Value;
 

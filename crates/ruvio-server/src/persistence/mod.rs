@@ -198,11 +198,12 @@ impl Aof {
         }
     }
 
-    /// Asks the writer for an fsync now (a durable write or WAITAOF waits for it), whatever `appendfsync` says.
+    /// Gets what is committed fsynced soon, whatever `appendfsync` says (a durable write or WAITAOF waits for it):
+    /// under `always` the next group commit covers it; otherwise the writer is asked for an fsync now.
     pub fn request_fsync(&self) {
         if self.syncs_every_commit() {
-            // Under `always` the next group commit covers it: waking the writer thread per durable write would
-            // make two threads take turns at fsyncs (measured: twice the fsyncs, a thread hand-off per write).
+            // Waking the writer thread per durable write here made two threads take turns at fsyncs (measured:
+            // twice the fsyncs, a thread hand-off per write).
             self.kick_pending.store(true, Ordering::Release);
             return;
         }

@@ -193,23 +193,26 @@ final class ServerProcess implements AutoCloseable {
     /** SIGSTOP, and waits until the kernel shows every thread stopped: kill(2) returns before the stop takes effect. */
     void pause() {
         signal("STOP");
-        long pid = process.pid();
-        boolean stopped = waitFor(10_000, () -> {
-            try (var threads = Files.list(Path.of("/proc/" + pid + "/task"))) {
-                return threads.allMatch(t -> {
-                    try {
-                        String stat = Files.readString(t.resolve("stat"));
-                        return stat.substring(stat.lastIndexOf(')') + 2).startsWith("T");
-                    } catch (IOException e) {
-                        return true; // the thread ended
-                    }
-                });
-            } catch (IOException e) {
-                return false;
-            }
-        });
-        if (!stopped) {
-            throw new IllegalStateException("process " + pid + " did not stop after SIGSTOP");
+        if (!waitFor(10_000, this::everyThreadStopped)) {
+            throw new IllegalStateException("process " + process.pid() + " did not stop after SIGSTOP");
+        }
+    }
+
+    private boolean everyThreadStopped() {
+        try (var threads = Files.list(Path.of("/proc/" + process.pid() + "/task"))) {
+            return threads.allMatch(ServerProcess::threadStopped);
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** The state field of /proc/PID/task/TID/stat comes right after the parenthesised command name. */
+    private static boolean threadStopped(Path task) {
+        try {
+            String stat = Files.readString(task.resolve("stat"));
+            return stat.substring(stat.lastIndexOf(')') + 2).startsWith("T");
+        } catch (IOException e) {
+            return true; // the thread ended
         }
     }
 
