@@ -107,7 +107,7 @@ const MAX_DEPTH: usize = 1000;
 /// Elements a reply may take from tables it reaches more than once (a cycle, or one table shared by many
 /// parents). A tree of distinct tables is never counted: the Lua state's memory limit bounds it. Without this,
 /// `t[1] = t; t[2] = t` made a reply of 2^1000 elements and the process grew until it died.
-const MAX_REVISITED_ELEMENTS: usize = 1_000_000;
+const MAX_REVISITED_ELEMENTS: usize = 100_000;
 /// String bytes a reply may carry in all (a short list of one large string repeated copies it each time).
 const MAX_REPLY_BYTES: usize = 512 << 20;
 

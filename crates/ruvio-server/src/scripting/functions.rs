@@ -136,13 +136,15 @@ impl Registry {
             .into_function()
             .map_err(|e| script_error(ScriptError::CompilingFunction, &lua_error_text(&e)))?;
         let mut registered: Vec<(String, RegisteredFunction)> = Vec::new();
+        // Names registered so far (a set: a library may register thousands of functions).
+        let mut names = std::collections::HashSet::new();
         let lib_name = name.clone();
         let outcome: mlua::Result<Result<(), String>> = lua.scope(|scope| {
             let register = scope.create_function_mut(|lua, args: mlua::MultiValue| {
                 let r = register(lua, &args, &lib_name);
                 match r {
                     Ok(f) => {
-                        if registered.iter().any(|(n, _)| *n == f.0) {
+                        if !names.insert(f.0.clone()) {
                             return Err(mlua::Error::RuntimeError("Function already exists in the library".into()));
                         }
                         registered.push(f);
