@@ -206,6 +206,10 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
         }
     }
     if let Ok(reply) = rx.try_recv() {
+        // Back under the store lock, as a command that ran here: the connection then commits the script's staged
+        // records and holds this reply until they are as durable as any other write's (appendfsync always, and
+        // CLIENT DURABILITY), exactly as it does after a blocked reply.
+        ctx.store();
         return reply;
     }
     ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SCRIPT_ABORTED) });
