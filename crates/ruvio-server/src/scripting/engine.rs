@@ -74,8 +74,15 @@ redis.REDIS_VERSION_NUM = B.version_num
 
 for _, name in ipairs({'assert', 'error', 'ipairs', 'next', 'pairs', 'pcall', 'rawequal', 'rawget', 'select',
     'tonumber', 'tostring', 'type', 'unpack', 'xpcall', '_VERSION', 'setmetatable', 'getmetatable', 'gcinfo',
-    'collectgarbage', 'load'}) do
+    'load'}) do
   base[name] = G[name]
+end
+-- A script that stops the collector is noted, so the engine restarts it after the script (Lua 5.1 cannot ask
+-- whether it runs): a stopped collector must not outlive the script that stopped it.
+local collectgarbage = G.collectgarbage
+base.collectgarbage = function(opt, ...)
+  if opt == 'stop' then B.gc_stopped = true end
+  return collectgarbage(opt, ...)
 end
 base.rawset = function(t, k, v)
   if rawequal(t, G) or protected[t] then error("Attempt to modify a readonly table", 2) end
@@ -216,7 +223,10 @@ impl Engine {
         if self.hook_tight.swap(false, Ordering::AcqRel) {
             let _ = install_hook(&self.lua, self.run_state.clone(), self.hook_tight.clone(), HOOK_EVERY);
         }
-        let _ = self.lua.gc_restart();
+        if self.bridge.raw_get::<bool>("gc_stopped").unwrap_or(false) {
+            let _ = self.bridge.raw_set("gc_stopped", false);
+            self.lua.gc_restart();
+        }
     }
 
     pub fn lua(&self) -> &Lua {
