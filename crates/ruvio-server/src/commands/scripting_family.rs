@@ -169,6 +169,8 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
     let mut client = ClientState::new(ctx.client.info.clone(), true);
     client.db = ctx.client.db;
     client.proto = ctx.client.proto;
+    // A durable connection's script reports its writes and grants (through the shared ClientInfo) for the wait.
+    client.durability_replicas = ctx.client.durability_replicas;
     let (tx, rx) = tokio::sync::oneshot::channel();
     tokio::task::spawn_blocking(move || {
         let mut guard: Option<MutexGuard<'_, Store>> = None;

@@ -149,7 +149,9 @@ pub struct Engine {
 /// The server a script runs against: executes one `redis.call` and returns its reply, or the error text the
 /// script sees when the command may not run (unknown, wrong arity, not allowed in scripts, a write in EVAL_RO).
 pub trait Host {
-    fn call(&mut self, argv: &[Bytes]) -> Result<Value, String>;
+    /// `numbers`: which arguments the script gave as Lua numbers (position in `argv`, value). Their text alone does
+    /// not tell whether a double had already rounded them (a fencing token above 2^53 would be).
+    fn call(&mut self, argv: &[Bytes], numbers: &[(usize, f64)]) -> Result<Value, String>;
 }
 
 /// What to run: a cached script or a registered function.
@@ -336,15 +338,23 @@ fn bridge_call(lua: &Lua, bridge: &Table, args: Variadic<LuaValue>, host: &mut d
         return err(ERR_SCRIPT_NO_ARGS);
     }
     let mut argv: Vec<Bytes> = Vec::with_capacity(args.len());
+    let mut numbers = Vec::new();
     for a in args.iter() {
         match a {
             LuaValue::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            LuaValue::Integer(i) => argv.push(Bytes::from(i.to_string())),
-            LuaValue::Number(n) => argv.push(Bytes::from(super::libs::lua_g14(*n))),
+            // mlua hands an integral Lua 5.1 number over as an Integer; it is still a double on the Lua side.
+            LuaValue::Integer(i) => {
+                numbers.push((argv.len(), *i as f64));
+                argv.push(Bytes::from(i.to_string()));
+            }
+            LuaValue::Number(n) => {
+                numbers.push((argv.len(), *n));
+                argv.push(Bytes::from(super::libs::lua_g14(*n)));
+            }
             _ => return err(ERR_SCRIPT_ARG_TYPE),
         }
     }
-    let reply = match host.call(&argv) {
+    let reply = match host.call(&argv, &numbers) {
         Ok(reply) => reply,
         Err(text) => return err(&text),
     };
