@@ -248,8 +248,8 @@ impl Aof {
     }
 
     /// Called by each I/O worker when it has nothing left to run, just before it sleeps (Redis's `beforeSleep`):
-    /// under `appendfsync always`, writes every record committed so far with one write and one fsync, on this
-    /// thread, and so wakes the connections waiting for them. Waking a writer thread per commit instead would
+    /// writes every record committed so far with one write and, under `appendfsync always`, one fsync, on this
+    /// thread, and so wakes the connections waiting for them (under everysec/no they wait for the write alone). Waking a writer thread per commit instead would
     /// start an fsync for the first record of a turn and leave the rest to wait for the next one, and the thread
     /// hand-offs cost more than the fsync on a small machine. A second worker waits for the first one's group,
     /// then commits its own.
@@ -271,7 +271,9 @@ impl Aof {
         }
         let assigned = host.journal().last_lsn();
         let (seen, polls) = SEEN.get();
-        if seen != assigned && polls < EXTRA_POLLS {
+        // Only a group that ends in an fsync (`always`) is worth growing; under everysec/no the group is one write,
+        // which costs less than the extra round.
+        if seen != assigned && polls < EXTRA_POLLS && self.group_at_park.load(Ordering::Relaxed) {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 SEEN.set((assigned, polls + 1));
                 rt.spawn(async {});
