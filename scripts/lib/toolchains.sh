@@ -7,6 +7,7 @@
 #   ruvio_missing_go         prints why the Go parts cannot run here (no Go >= 1.21, or no module proxy); empty: they can
 #   ruvio_missing_maven      prints why the Maven parts cannot run here (no Maven Central); empty: they can
 #   ruvio_missing_dotnet     prints why the .NET parts cannot run here (no .NET SDK); empty: they can
+#   ruvio_missing_language   the same, by conformance launcher name (go, java, dotnet; others: always runnable)
 #
 # A "missing" answer is only ever about a toolchain or a registry that this kind of machine does not have: a tool
 # that exists and fails for another reason is not missing, and its part runs (and fails).
@@ -94,8 +95,22 @@ ruvio_pip_source() {
   RUVIO_PIP_SOURCE="vendored wheels ($wheels)"
 }
 
-# The Go toolchain the Go parts need (go.mod asks for 1.21), reachable module proxy included.
-ruvio_missing_go() {
+# Tries each toolchain once and exports the answers (RUVIO_MISSING_GO, RUVIO_MISSING_MAVEN, RUVIO_MISSING_DOTNET: a
+# reason, or empty when the parts can run), so child scripts (conformance.sh under test.sh) do not try again.
+ruvio_detect_toolchains() {
+  [ "${RUVIO_TOOLCHAINS_DETECTED:-}" = 1 ] && return 0
+  RUVIO_MISSING_GO="$(_ruvio_detect_go)"
+  RUVIO_MISSING_MAVEN="$(_ruvio_detect_maven)"
+  RUVIO_MISSING_DOTNET="$(_ruvio_detect_dotnet)"
+  RUVIO_TOOLCHAINS_DETECTED=1
+  export RUVIO_MISSING_GO RUVIO_MISSING_MAVEN RUVIO_MISSING_DOTNET RUVIO_TOOLCHAINS_DETECTED
+}
+ruvio_missing_go() { ruvio_detect_toolchains; echo "$RUVIO_MISSING_GO"; }
+ruvio_missing_maven() { ruvio_detect_toolchains; echo "$RUVIO_MISSING_MAVEN"; }
+ruvio_missing_dotnet() { ruvio_detect_toolchains; echo "$RUVIO_MISSING_DOTNET"; }
+
+# Go >= 1.21 (go.mod asks for it; Debian's 1.19 counts as no Go) with a reachable module proxy.
+_ruvio_detect_go() {
   local go=go gov log
   if ! command -v go >/dev/null 2>&1 && [ -x /usr/local/go/bin/go ]; then go=/usr/local/go/bin/go; fi
   if ! command -v "$go" >/dev/null 2>&1; then echo "no Go toolchain on this machine"; return 0; fi
@@ -104,37 +119,40 @@ ruvio_missing_go() {
     go1.2[1-9]*|go1.[3-9][0-9]*|go[2-9]*) ;;
     *) echo "Go $gov is older than the 1.21 our modules need (counts as no Go)"; return 0 ;;
   esac
-  [ -n "${_ruvio_go_checked:-}" ] && { echo "${_ruvio_go_missing:-}"; return 0; }
   log="$(mktemp)"
   if ! (cd "$RUVIO_REPO/clients/go" && timeout 300 "$go" mod download) >"$log" 2>&1 &&
       grep -qE "$_ruvio_network_error" "$log"; then
-    _ruvio_go_missing="the Go module proxy is not reachable from this machine"
+    echo "the Go module proxy is not reachable from this machine"
   fi
   rm -f "$log"
-  _ruvio_go_checked=1
-  echo "${_ruvio_go_missing:-}"
 }
 
-# Maven Central, tried by resolving the Java client's own build (what its tests would do first).
-ruvio_missing_maven() {
+# Maven Central, tried by compiling the Java client (what its tests do first). No mvn at all is not "missing": the
+# Java parts install Java and Maven with apt-get.
+_ruvio_detect_maven() {
   local log
-  [ -n "${_ruvio_maven_checked:-}" ] && { echo "${_ruvio_maven_missing:-}"; return 0; }
-  if command -v mvn >/dev/null 2>&1; then
-    log="$(mktemp)"
-    if ! (cd "$RUVIO_REPO/clients/java" && timeout 600 mvn -B -DskipTests -Dmaven.javadoc.skip=true test-compile) \
-        >"$log" 2>&1 && grep -qE "$_ruvio_network_error" "$log"; then
-      _ruvio_maven_missing="Maven Central is not reachable from this machine"
-    fi
-    rm -f "$log"
+  command -v mvn >/dev/null 2>&1 || return 0
+  log="$(mktemp)"
+  if ! (cd "$RUVIO_REPO/clients/java" && timeout 600 mvn -B -DskipTests -Dmaven.javadoc.skip=true test-compile) \
+      >"$log" 2>&1 && grep -qE "$_ruvio_network_error" "$log"; then
+    echo "Maven Central is not reachable from this machine"
   fi
-  # No mvn at all: the Java parts install it with apt-get, so it is not "missing" here.
-  _ruvio_maven_checked=1
-  echo "${_ruvio_maven_missing:-}"
+  rm -f "$log"
 }
 
-ruvio_missing_dotnet() {
+_ruvio_detect_dotnet() {
   if ! command -v dotnet >/dev/null 2>&1; then echo "no .NET SDK on this machine"; return 0; fi
   if ! dotnet --list-sdks 2>/dev/null | grep -qE '^(1[0-9]|[2-9][0-9])\.'; then
-    echo "no .NET SDK 10 or later on this machine ($(dotnet --list-sdks 2>/dev/null | tail -n 1))"
+    echo "no .NET SDK 10 or later on this machine"
   fi
+}
+
+# Why a conformance launcher (conformance/runners/LANG.sh) cannot run here; empty when it can.
+ruvio_missing_language() {
+  case "$1" in
+    go) ruvio_missing_go ;;
+    java) ruvio_missing_maven ;;
+    dotnet) ruvio_missing_dotnet ;;
+    *) echo "" ;;
+  esac
 }
