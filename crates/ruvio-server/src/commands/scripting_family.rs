@@ -184,6 +184,8 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
     let mut client = ClientState::new(ctx.client.info.clone(), true);
     client.db = ctx.client.db;
     client.proto = ctx.client.proto;
+    // A durable connection's script reports its writes and grants (through the shared ClientInfo) for the wait.
+    client.durability_replicas = ctx.client.durability_replicas;
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     let handoff = Arc::new(Handoff { done: parking_lot::Mutex::new(false), cv: parking_lot::Condvar::new() });
     let signal = handoff.clone();

@@ -65,6 +65,17 @@ fn exec(ctx: &mut Ctx) -> Value {
         unwatch_ctx(ctx);
         return Value::error(ERR_EXECABORT);
     }
+    // A durable connection's transaction obeys the rule of its single writes: with too few replicas to acknowledge
+    // it, nothing runs (replicas may have gone since the writes were queued). The connection then waits for the
+    // acknowledgements of what EXEC logged, and undoes its grants if they do not come (connection.rs).
+    let n = ctx.client.durability_replicas;
+    if n > 0
+        && queue.iter().any(|args| super::resolve(args).is_ok_and(|r| r.spec.has(WRITE)))
+        && ctx.shared.replication.online_durable_replicas() < n
+    {
+        unwatch_ctx(ctx);
+        return Value::error(ERR_EXECABORT_NOREPLICAS);
+    }
     // Take the lock before checking the watches so no write can slip in between the check and the commands.
     let now = ctx.now;
     let watched_expired = {

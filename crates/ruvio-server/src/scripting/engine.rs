@@ -155,7 +155,9 @@ pub struct Engine {
 /// The server a script runs against: executes one `redis.call` and returns its reply, or the error text the
 /// script sees when the command may not run (unknown, wrong arity, not allowed in scripts, a write in EVAL_RO).
 pub trait Host {
-    fn call(&mut self, argv: &[Bytes]) -> Result<Value, String>;
+    /// `numbers`: which arguments the script gave as Lua numbers (position in `argv`, value). Their text alone does
+    /// not tell whether a double had already rounded them (a fencing token above 2^53 would be).
+    fn call(&mut self, argv: &[Bytes], numbers: &[(usize, f64)]) -> Result<Value, String>;
 }
 
 /// What to run: a cached script or a registered function.
@@ -426,16 +428,26 @@ fn bridge_call(lua: &Lua, bridge: &Table, n: i64, args: &Table, host: &mut dyn H
     }
     // `n` counts values on the Lua stack (at most LUAI_MAXCSTACK), so it is already bounded.
     let mut argv: Vec<Bytes> = Vec::with_capacity(n as usize);
+    // Which arguments were Lua numbers, with their values: a token argument given as a number of 2^53 or more may
+    // already be another token rounded, and is refused by the host (`flags::TOKEN_ARG`).
+    let mut numbers = Vec::new();
     for i in 1..=n {
         match args.raw_get::<LuaValue>(i)? {
             LuaValue::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            // Redis formats a Lua number argument with %.17g (so 1/3 keeps its 17 digits, math.huge is `inf`).
-            LuaValue::Integer(i) => argv.push(Bytes::from(lua_number_arg(i as f64))),
-            LuaValue::Number(n) => argv.push(Bytes::from(lua_number_arg(n))),
+            // Redis formats a Lua number argument with %.17g (so 1/3 keeps its 17 digits, math.huge is `inf`);
+            // mlua hands an integral Lua 5.1 number over as an Integer, but it is still a double on the Lua side.
+            LuaValue::Integer(i) => {
+                numbers.push((argv.len(), i as f64));
+                argv.push(Bytes::from(lua_number_arg(i as f64)));
+            }
+            LuaValue::Number(n) => {
+                numbers.push((argv.len(), n));
+                argv.push(Bytes::from(lua_number_arg(n)));
+            }
             _ => return err(ERR_SCRIPT_ARG_TYPE),
         }
     }
-    let reply = match host.call(&argv) {
+    let reply = match host.call(&argv, &numbers) {
         Ok(reply) => reply,
         Err(text) => return err(&text),
     };
