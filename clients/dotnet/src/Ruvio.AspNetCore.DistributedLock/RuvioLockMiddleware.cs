@@ -85,7 +85,10 @@ internal sealed class RuvioLockMiddleware
             {
                 context.RequestAborted = aborted;
                 context.Features.Set<IRuvioLockFeature>(null);
-                await ReleaseAsync(held, key).ConfigureAwait(false);
+                // A lost lock's RELEASE is only a courtesy (it answers 0 if another holds it now), and Ruvio may
+                // not be answering: do not hold the 503 back for it.
+                if (held.LockLost.IsCancellationRequested) _ = ReleaseAsync(held, key);
+                else await ReleaseAsync(held, key).ConfigureAwait(false);
             }
         }
         if (lost)
