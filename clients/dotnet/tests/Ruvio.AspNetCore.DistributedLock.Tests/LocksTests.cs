@@ -120,6 +120,7 @@ public sealed class LocksTests : IClassFixture<RuvioFixture>
         var prefix = $"t{Guid.NewGuid():n}:";
         await using var sp = Services(server, prefix, ",asyncTimeout=500");
         var locks = sp.GetRequiredService<IRuvioLocks>();
+        await locks.GetDatabaseAsync(); // connected first: the clock below starts just before the LEASE is sent
         var sent = Stopwatch.StartNew();
         var held = await locks.TryAcquireAsync("job", lease: TimeSpan.FromMilliseconds(1500));
         var lostAt = new TaskCompletionSource<TimeSpan>();

@@ -91,8 +91,9 @@ public sealed class SingletonTests : IClassFixture<RuvioFixture>
         try
         {
             await Wait.UntilAsync(async () => await standby.RunningAsync() is not null, TimeSpan.FromSeconds(10), "the standby takes over");
-            // Not before the paused holder's lease could have run out on the server.
-            Assert.True(paused.Elapsed >= TimeSpan.FromMilliseconds(1900), $"took over only {paused.ElapsedMilliseconds} ms after the pause");
+            // Not before the paused holder's lease could have run out on the server: its last renewal was at most a
+            // third of the lease (667 ms) before the pause, so the lease ran out at least 1333 ms after it.
+            Assert.True(paused.Elapsed >= TimeSpan.FromMilliseconds(1300), $"took over only {paused.ElapsedMilliseconds} ms after the pause");
             newToken = (await standby.RunningAsync())!.Value;
             Assert.True(newToken > oldToken);
             await Wait.UntilAsync(async () => (await standby.StatsAsync()).GetProperty("fencedWritesAccepted").GetInt64() > 0, TimeSpan.FromSeconds(5), "the new holder writes");
@@ -122,7 +123,7 @@ public sealed class SingletonTests : IClassFixture<RuvioFixture>
             return stats.GetProperty("terms").TryGetProperty("outbox-publisher", out var n) && n.GetInt32() >= 3;
         }, TimeSpan.FromSeconds(8), "the failed worker runs again (three terms)");
         Assert.False(a.HasExited, "the host stopped");
-        Assert.Contains("SingletonWorkerFailed", a.Log()); // logged with its stable event name
+        Assert.Contains("Ruvio.AspNetCore.DistributedLock.Singleton[32]", a.Log()); // logged with its stable event id (SingletonWorkerFailed)
         // Three terms within 8 s: each failure released the lock (waiting for the 5 s lease to expire would take longer).
         using var health = await new HttpClient().GetAsync(new Uri(a.BaseAddress, "healthz"));
         Assert.True(health.IsSuccessStatusCode);

@@ -166,7 +166,11 @@ public sealed class StartupTests : IClassFixture<RuvioFixture>
         using (var other = await client.PostAsync("/api/orders/6/pay?ms=0", null)) Assert.Equal(HttpStatusCode.OK, other.StatusCode);
         using (var done = await first) Assert.Equal(HttpStatusCode.OK, done.StatusCode);
         // The class-level attribute applies to an action without its own.
-        using (var refund = await client.PostAsync("/api/orders/5/refund", null)) Assert.Equal(HttpStatusCode.OK, refund.StatusCode);
+        using (var refund = await client.PostAsync("/api/orders/5/refund", null))
+        {
+            Assert.Equal(HttpStatusCode.OK, refund.StatusCode);
+            Assert.Contains("\"locked\":true", await refund.Content.ReadAsStringAsync());
+        }
 
         // RequireRuvioLock and an OnRejected hook that writes its own body.
         var slow = client.GetAsync("/custom/1");
