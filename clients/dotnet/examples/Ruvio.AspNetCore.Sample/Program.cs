@@ -35,6 +35,8 @@ var app = builder.Build();
 // Guard an endpoint: one request per order at a time, across every instance.
 app.UseRuvioLock();
 app.MapPost("/orders/{id}/pay", Orders.PayAsync).WithMetadata(new RuvioLockAttribute("order:{id}"));
+// The same lock, but a request waits up to 15 s in the server's FIFO queue instead of getting 409 at once.
+app.MapPost("/orders/{id}/pay-queued", Orders.PayAsync).WithMetadata(new RuvioLockAttribute("order:{id}") { WaitMilliseconds = 15_000 });
 // The benchmark's pair: the same trivial handler with and without an endpoint lock.
 app.MapGet("/bench/plain/{id}", (string id) => Results.Text(id));
 app.MapGet("/bench/locked/{id}", (string id) => Results.Text(id)).RequireRuvioLock("bench:{id}");

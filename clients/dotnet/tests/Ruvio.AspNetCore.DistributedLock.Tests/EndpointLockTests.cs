@@ -15,6 +15,19 @@ public sealed class EndpointLockTests : IClassFixture<RuvioFixture>
 
     public EndpointLockTests(RuvioFixture f) => _f = f;
 
+    private static async Task<(HttpStatusCode Status, string? MediaType, TimeSpan? RetryAfter, string Body)[]> TwentyAtOnceAsync(SampleApp a, SampleApp b, string path)
+    {
+        var go = new TaskCompletionSource();
+        var requests = Enumerable.Range(0, 20).Select(async i =>
+        {
+            await go.Task;
+            using var r = await (i % 2 == 0 ? a : b).PostAsync(path);
+            return (r.StatusCode, r.Content.Headers.ContentType?.MediaType, r.Headers.RetryAfter?.Delta, await r.Content.ReadAsStringAsync());
+        }).ToList();
+        go.SetResult();
+        return await Task.WhenAll(requests);
+    }
+
     [Fact]
     public async Task TwentyConcurrentRequestsForOneOrderOverTwoInstancesNeverOverlapAndTheOthersGet409()
     {
@@ -22,48 +35,43 @@ public sealed class EndpointLockTests : IClassFixture<RuvioFixture>
         await using var a = await SampleApp.StartAsync(_f.Server, "a", prefix);
         await using var b = await SampleApp.StartAsync(_f.Server, "b", prefix);
         var order = Guid.NewGuid().ToString("n")[..8];
+        await using var conn = await _f.Server.ConnectAsync();
+        var db = await conn.GetDefaultDatabaseAsync();
 
-        // 20 requests spread over about a second, alternating between the instances; each handler takes 150 ms,
-        // so some find the lock free (one after another) and the rest find it taken.
-        var random = new Random(7);
-        var requests = Enumerable.Range(0, 20).Select(async i =>
+        // 20 at once, 10 to each instance, each handler taking 500 ms: the first to take the lock runs, the others
+        // are answered 409 at once.
+        var results = await TwentyAtOnceAsync(a, b, $"orders/{order}/pay?ms=500");
+        var ok = results.Where(r => r.Status == HttpStatusCode.OK).ToList();
+        Assert.NotEmpty(ok);
+        foreach (var r in results.Where(r => r.Status != HttpStatusCode.OK))
         {
-            await Task.Delay(random.Next(0, 1000));
-            var app = i % 2 == 0 ? a : b;
-            using var r = await app.PostAsync($"orders/{order}/pay?ms=150");
-            var body = await r.Content.ReadAsStringAsync();
-            return (r.StatusCode, r.Content.Headers.ContentType?.MediaType, RetryAfter: r.Headers.RetryAfter?.Delta, body);
-        }).ToList();
-        var results = await Task.WhenAll(requests);
-
-        var ok = results.Where(r => r.StatusCode == HttpStatusCode.OK).ToList();
-        var rejected = results.Where(r => r.StatusCode != HttpStatusCode.OK).ToList();
-        Assert.True(ok.Count >= 2, $"expected several requests to find the lock free one after another, got {ok.Count}");
-        Assert.NotEmpty(rejected);
-        foreach (var r in rejected)
-        {
-            Assert.Equal(HttpStatusCode.Conflict, r.StatusCode);
+            Assert.Equal(HttpStatusCode.Conflict, r.Status);
             Assert.Equal("application/problem+json", r.MediaType);
             Assert.Equal(TimeSpan.FromSeconds(1), r.RetryAfter);
-            var problem = JsonDocument.Parse(r.body).RootElement;
+            var problem = JsonDocument.Parse(r.Body).RootElement;
             Assert.Equal(409, problem.GetProperty("status").GetInt32());
             Assert.Equal($"order:{order}", problem.GetProperty("lock").GetString());
         }
-        // Both instances served some of the successful requests or rejected some: the lock is shared, not local.
-        var instances = ok.Select(r => JsonDocument.Parse(r.body).RootElement.GetProperty("instance").GetString()).Distinct().ToList();
-        var tokens = ok.Select(r => long.Parse(JsonDocument.Parse(r.body).RootElement.GetProperty("token").GetString()!)).ToList();
-        Assert.Equal(tokens.Count, tokens.Distinct().Count());
-        // Every payment was a fenced write under a token larger than the previous holder's: all accepted.
-        Assert.All(ok, r => Assert.Equal(1, JsonDocument.Parse(r.body).RootElement.GetProperty("fencedWrite").GetInt32()));
+        Assert.True(ok.Count < 20, "no request was rejected");
+        Assert.True((await db.ExecuteAsync("GET", $"sample:overlaps:{order}")).IsNull, "two handlers of one order ran at the same time");
 
-        await using var conn = await _f.Server.ConnectAsync();
-        var db = await conn.GetDefaultDatabaseAsync();
+        // 20 at once again, now on the endpoint that waits in the server's queue: every one runs, one after another,
+        // on both instances, and the shared record shows no two handlers of the order at the same time.
+        var queued = await TwentyAtOnceAsync(a, b, $"orders/{order}/pay-queued?ms=30");
+        Assert.All(queued, r => Assert.Equal(HttpStatusCode.OK, r.Status));
+        var bodies = queued.Select(r => JsonDocument.Parse(r.Body).RootElement).ToList();
+        Assert.Equal(new[] { "a", "b" }, bodies.Select(x => x.GetProperty("instance").GetString()!).Distinct().Order().ToArray());
+        var tokens = bodies.Select(x => long.Parse(x.GetProperty("token").GetString()!)).ToList();
+        Assert.Equal(20, tokens.Distinct().Count());
+        // Each payment is a fenced write (IFGT) under its request's token: all accepted means each holder's token was
+        // above the previous writer's, i.e. the handlers ran in grant order.
+        Assert.All(bodies, x => Assert.Equal(1, x.GetProperty("fencedWrite").GetInt32()));
+
         Assert.True((await db.ExecuteAsync("GET", $"sample:overlaps:{order}")).IsNull, "two handlers of one order ran at the same time");
         Assert.Equal("0", (await db.ExecuteAsync("GET", $"sample:active:{order}")).AsString());
         var started = (await a.StatsAsync()).GetProperty("payStarted").GetInt64() + (await b.StatsAsync()).GetProperty("payStarted").GetInt64();
-        Assert.Equal(ok.Count, started); // a rejected request never reached its handler
-        Assert.True((await db.LockInfoAsync(prefix + $"order:{order}")) is null, "the lock was not released after the last request");
-        Assert.NotEmpty(instances);
+        Assert.Equal(ok.Count + 20, started); // a rejected request never reached its handler
+        Assert.Null(await db.LockInfoAsync(prefix + $"order:{order}")); // released after the last request
     }
 
     [Fact]
@@ -105,8 +113,9 @@ public sealed class EndpointLockTests : IClassFixture<RuvioFixture>
             var problem = JsonDocument.Parse(await response.Content.ReadAsStringAsync()).RootElement;
             Assert.Equal(503, problem.GetProperty("status").GetInt32());
             Assert.Contains("lost", problem.GetProperty("title").GetString());
-            // LockLost fires before the 1.5 s lease can run out on the server: well before the handler's 20 s.
-            Assert.True(answeredAfter < TimeSpan.FromSeconds(3), $"answered {answeredAfter.TotalMilliseconds:0} ms after the pause");
+            // LockLost fires before the 1.5 s lease can run out on the server (LocksTests checks that instant), so the
+            // answer comes long before the handler's 20 s; the bound leaves room for this shared, loaded machine.
+            Assert.True(answeredAfter < TimeSpan.FromSeconds(6), $"answered {answeredAfter.TotalMilliseconds:0} ms after the pause");
             var stats = await a.StatsAsync();
             Assert.Equal(1, stats.GetProperty("payAborted").GetInt64()); // the handler saw RequestAborted fire
             Assert.Equal(0, stats.GetProperty("payCompleted").GetInt64());

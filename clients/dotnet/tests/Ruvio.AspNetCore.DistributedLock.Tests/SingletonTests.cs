@@ -59,7 +59,7 @@ public sealed class SingletonTests : IClassFixture<RuvioFixture>
     }
 
     [Fact]
-    public async Task GracefulStopHandsOverAtOnce()
+    public async Task GracefulStopHandsOverAtOnceAndAWaitingStandbyStopsPromptly()
     {
         var prefix = $"t{Guid.NewGuid():n}:";
         // A long lease: a hand-over by expiry would take 20 s; a released lock goes to the waiting standby at once.
@@ -67,9 +67,19 @@ public sealed class SingletonTests : IClassFixture<RuvioFixture>
         await using var a = await SampleApp.StartAsync(_f.Server, "a", prefix, settings);
         await using var b = await SampleApp.StartAsync(_f.Server, "b", prefix, settings);
         var (runner, standby) = await WhoRunsAsync(a, b);
+
+        // A standby blocked in LEASE ... WAIT stops at once (its wait is cancelled), and the runner is not disturbed.
+        var stopping = Stopwatch.StartNew();
+        await standby.StopGracefullyAsync();
+        Assert.True(stopping.Elapsed < TimeSpan.FromSeconds(10), $"the waiting standby took {stopping.ElapsedMilliseconds} ms to stop");
+        Assert.NotNull(await runner.RunningAsync());
+
+        await using var c = await SampleApp.StartAsync(_f.Server, "c", prefix, settings);
+        await Task.Delay(500); // c is queued on the server
+        Assert.Null(await c.RunningAsync());
         var stopped = Stopwatch.StartNew();
         await runner.StopGracefullyAsync();
-        await Wait.UntilAsync(async () => await standby.RunningAsync() is not null, TimeSpan.FromSeconds(10), "the standby takes over");
+        await Wait.UntilAsync(async () => await c.RunningAsync() is not null, TimeSpan.FromSeconds(10), "the standby takes over");
         Assert.True(stopped.Elapsed < TimeSpan.FromSeconds(5), $"took over {stopped.ElapsedMilliseconds} ms after the stop began (the lease is 20 s)");
     }
 
