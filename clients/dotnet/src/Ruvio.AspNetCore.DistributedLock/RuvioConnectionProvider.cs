@@ -69,6 +69,9 @@ internal sealed class RuvioConnectionProvider : IAsyncDisposable
                 connection = await RuvioConnection.ConnectAsync(source, ct).ConfigureAwait(false);
                 owned = true;
             }
+            // An app-owned connection was opened with its own options: durable grants cannot be switched on here.
+            if (!owned && _options.DurabilityReplicas is { } replicas && connection.Options.DurabilityReplicas != replicas)
+                throw new InvalidOperationException($"RuvioDistributedLockOptions.DurabilityReplicas is {replicas}, but the app's own RuvioConnection was opened with DurabilityReplicas = {connection.Options.DurabilityReplicas?.ToString() ?? "null"}: set it in that connection's options (or connection string, durabilityReplicas=...)");
             var database = await connection.GetDefaultDatabaseAsync().ConfigureAwait(false);
             return new Connected(connection, database, owned);
         }

@@ -25,7 +25,7 @@ public sealed class RuvioDistributedLockOptions
     /// <summary>
     /// Durable grants: every connection the package opens sends <c>CLIENT DURABILITY REPLICAS n</c>, so a grant is
     /// answered only once n replicas hold it on disk. Null (default): what the connection string says. With an
-    /// app-owned connection this must match that connection's own setting (checked at start-up).
+    /// app-owned connection this must match that connection's own setting (checked when the connection is first used).
     /// </summary>
     public int? DurabilityReplicas { get; set; }
 
