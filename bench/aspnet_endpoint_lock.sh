@@ -28,6 +28,7 @@ BENCH_PIDS+=("$!")
 for _ in $(seq 600); do curl -fs "http://127.0.0.1:$hport/stats" >/dev/null && break; sleep 0.1; done
 echo "ruvio port $rport, sample app port $hport, $REQUESTS requests per side per round, $ROUNDS rounds, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
+before=$(redis-cli -p "$rport" INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed/ {print $2}')
 python3 - "$hport" "$REQUESTS" "$ROUNDS" <<'PY'
 import http.client, statistics, sys, time
 port, n, rounds = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
@@ -55,3 +56,6 @@ for rnd in range(rounds):
           f"locked p50 {p50l:.3f} ms p90 {pct(locked, .9):.3f} p99 {pct(locked, .99):.3f} | added p50 {p50l - p50p:.3f} ms")
 print(f"median added p50 over {rounds} rounds: {statistics.median(diffs):.3f} ms (goal <= 1 ms)")
 PY
+# The guarded side really took and released a lock per request (LEASE + RELEASE reached ruvio).
+after=$(redis-cli -p "$rport" INFO stats | tr -d '\r' | awk -F: '/^total_commands_processed/ {print $2}')
+echo "ruvio commands per guarded request: $(echo "($after - $before) / ($REQUESTS * $ROUNDS + 500)" | bc -l | cut -c1-5) (LEASE + RELEASE = 2)"
