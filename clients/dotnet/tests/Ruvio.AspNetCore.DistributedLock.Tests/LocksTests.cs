@@ -164,6 +164,29 @@ public sealed class LocksTests : IClassFixture<RuvioFixture>
     }
 
     [Fact]
+    public async Task DurabilityReplicasMakesGrantsDurable()
+    {
+        // A lone server has no replica: a durable grant cannot be acknowledged, so LEASE answers NOREPLICAS (the
+        // client resends it for a few seconds first). Without the option the same server grants at once.
+        var prefix = $"t{Guid.NewGuid():n}:";
+        var services = new ServiceCollection();
+        services.AddLogging();
+        services.AddSingleton<IConfiguration>(new ConfigurationBuilder()
+            .AddInMemoryCollection(new Dictionary<string, string?> { ["ConnectionStrings:Ruvio"] = _f.Server.Address })
+            .Build());
+        services.AddRuvioDistributedLock(o => { o.KeyPrefix = prefix; o.DurabilityReplicas = 1; });
+        await using var sp = services.BuildServiceProvider();
+        var locks = sp.GetRequiredService<IRuvioLocks>();
+        Assert.Equal(1, (await locks.GetDatabaseAsync()).Connection.Options.DurabilityReplicas);
+        var e = await Assert.ThrowsAsync<RuvioServerException>(() => locks.TryAcquireAsync("durable"));
+        Assert.Equal("NOREPLICAS", e.Code);
+
+        await using var plain = Services(_f.Server, prefix);
+        await using var held = await plain.GetRequiredService<IRuvioLocks>().TryAcquireAsync("durable");
+        Assert.NotNull(held);
+    }
+
+    [Fact]
     public async Task TheKeyIsThePrefixPlusTheName()
     {
         var prefix = $"t{Guid.NewGuid():n}:lock:";
