@@ -90,6 +90,7 @@ internal sealed class PhysicalConnection : IAsyncDisposable
     /// <summary>Opens a connection and runs the handshake, all within <see cref="RuvioOptions.ConnectTimeout"/>.</summary>
     public static async Task<PhysicalConnection> OpenAsync(EndPoint endPoint, RuvioOptions options, HandshakeKind kind, CancellationToken ct)
     {
+        if (EndPointRewriter is { } rewrite) endPoint = rewrite(endPoint);
         using var cts = CancellationTokenSource.CreateLinkedTokenSource(ct);
         cts.CancelAfter(options.ConnectTimeout);
         var socket = new Socket(SocketType.Stream, ProtocolType.Tcp) { NoDelay = true };
@@ -131,6 +132,12 @@ internal sealed class PhysicalConnection : IAsyncDisposable
             throw;
         }
     }
+
+    /// <summary>
+    /// Test seam (internal): lets the tests run the product post's snippets, which name 127.0.0.1:6379, verbatim
+    /// against a server on another port of this shared machine.
+    /// </summary>
+    internal static Func<EndPoint, EndPoint>? EndPointRewriter;
 
     internal enum HandshakeKind { Server, Coordinator }
 

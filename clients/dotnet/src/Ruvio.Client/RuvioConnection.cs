@@ -358,7 +358,9 @@ public sealed class RuvioConnection : IAsyncDisposable
                 RuvioDiagnostics.Commands.Add(1, new KeyValuePair<string, object?>("command", command));
                 var remaining = RemainingOf(deadline);
                 if (remaining != Timeout.InfiniteTimeSpan && remaining <= TimeSpan.Zero) throw new RuvioTimeoutException($"{command} timed out before it was sent", false) { Command = command };
-                return await conn.SendAsync(command, args, remaining, ct).ConfigureAwait(false);
+                var reply = await conn.SendAsync(command, args, remaining, ct).ConfigureAwait(false);
+                Recorder.Value?.Add((command, args, reply));
+                return reply;
             }
             catch (RuvioConnectionException e) when (!e.FateUnknown && !ct.IsCancellationRequested && RemainingOf(deadline) > TimeSpan.Zero && _disposed == 0)
             {
@@ -419,6 +421,7 @@ public sealed class RuvioConnection : IAsyncDisposable
             var result = await conn.SendAsync(command, args, RemainingOf(deadline), ct).ConfigureAwait(false);
             keep = true;
             ReturnBlocking(conn, generation);
+            Recorder.Value?.Add((command, args, result));
             return result;
         }
         catch (RuvioServerException e) when (e.Code == "READONLY" && _sentinel is not null)
@@ -502,6 +505,12 @@ public sealed class RuvioConnection : IAsyncDisposable
         DrainIdleBlocking();
         if (_sentinel is not null) await _sentinel.DisposeAsync().ConfigureAwait(false);
     }
+
+    /// <summary>
+    /// Test seam (internal): the snippet tests run the product post's code verbatim and check the replies it got
+    /// through this recorder, which follows the test's async flow only.
+    /// </summary>
+    internal static readonly AsyncLocal<List<(string Command, object?[] Args, RuvioResult Reply)>?> Recorder = new();
 
     internal static string FormatMs(TimeSpan t) => ((long)t.TotalMilliseconds).ToString(CultureInfo.InvariantCulture);
 }

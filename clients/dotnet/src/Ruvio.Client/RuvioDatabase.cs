@@ -210,7 +210,9 @@ public sealed class RuvioDatabase
 
     /// <summary>
     /// Sends any command and returns its reply, of any RESP2/RESP3 type. An error reply throws
-    /// <see cref="RuvioServerException"/>. <c>LEASE</c>/<c>SEMAPHORE</c> with <c>WAIT</c> go to a dedicated connection.
+    /// <see cref="RuvioServerException"/>. Every command goes on the shared, multiplexed connection: for
+    /// <c>LEASE ... WAIT</c> prefer <see cref="LeaseAsync(string, long, long, CancellationToken)"/>, which waits on a
+    /// dedicated connection. The retry rules of the typed methods apply (a written LEASE/SEMAPHORE is never resent).
     /// </summary>
     public Task<RuvioResult> ExecuteAsync(string command, params object[] args) =>
         ExecuteAsync(command, (IReadOnlyList<object>)args, default);
@@ -223,14 +225,22 @@ public sealed class RuvioDatabase
         var array = new object?[args.Count];
         for (var i = 0; i < array.Length; i++) array[i] = args[i];
         var upper = command.ToUpperInvariant();
-        if (upper is "LEASE" or "SEMAPHORE")
+        var retry = upper switch
         {
-            var wait = WaitArgument(array);
-            if (wait is long w) return _conn.ExecuteBlockingAsync(command, array, w == 0 ? System.Threading.Timeout.InfiniteTimeSpan : Timeout + TimeSpan.FromMilliseconds(w), cancellationToken);
-            return _conn.ExecuteAsync(command, array, RuvioConnection.Retry.Grant, Timeout, cancellationToken);
-        }
-        var retry = upper is "RENEW" or "RELEASE" ? RuvioConnection.Retry.Idempotent : RuvioConnection.Retry.Normal;
-        return _conn.ExecuteAsync(command, array, retry, Timeout, cancellationToken);
+            "LEASE" or "SEMAPHORE" => RuvioConnection.Retry.Grant,
+            "RENEW" or "RELEASE" => RuvioConnection.Retry.Idempotent,
+            _ => RuvioConnection.Retry.Normal,
+        };
+        // A WAIT extends the timeout by the wait (0: no limit). The command goes on the shared connection as given
+        // (CLIENT ID, CLIENT KILL and WAIT then concern the same connection); use the typed methods to wait on a
+        // dedicated connection without holding up other callers.
+        var timeout = WaitArgument(array) switch
+        {
+            null => Timeout,
+            0 => System.Threading.Timeout.InfiniteTimeSpan,
+            long w => Timeout + TimeSpan.FromMilliseconds(w),
+        };
+        return _conn.ExecuteAsync(command, array, retry, timeout, cancellationToken);
     }
 
     private static long? WaitArgument(object?[] args)

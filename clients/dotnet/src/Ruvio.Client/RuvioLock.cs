@@ -66,7 +66,8 @@ public sealed class RuvioLockOptions
 
     /// <summary>
     /// How long before the server-side deadline <see cref="IRuvioLock.LockLost"/> fires when no renewal succeeded. The
-    /// deadline is counted from when the granting or renewing request was sent. Default: lease/10, at most 1 s.
+    /// deadline is counted from when the granting or renewing request was sent. Default: lease/10, at least 250 ms
+    /// (or lease/4 if that is less) and at most 1 s.
     /// </summary>
     public TimeSpan? SafetyMargin { get; set; }
 
@@ -117,7 +118,9 @@ internal sealed class RuvioLock : IRuvioLock
         _validUntil = sentAt + ttlMs * f / 1000;
         _capAt = o.MaxHold is { } cap ? sentAt + (long)(cap.TotalSeconds * f) : long.MaxValue;
         if (_validUntil > _capAt) _validUntil = _capAt;
-        var marginMs = o.SafetyMargin is { } m ? m.TotalMilliseconds : Math.Min(ttlMs / 10.0, 1000);
+        // Default margin: lease/10, but at least 250 ms (a loaded machine can wake the watchdog that late) unless that
+        // is more than a quarter of the lease, and at most 1 s.
+        var marginMs = o.SafetyMargin is { } m ? m.TotalMilliseconds : Math.Clamp(ttlMs / 10.0, Math.Min(250, ttlMs / 4.0), 1000);
         _margin = (long)(marginMs * f / 1000);
         _period = o.RenewEvery is { } r ? (long)(r.TotalSeconds * f) : ttlMs * f / 3000;
         _autoRenew = o.AutoRenew;
@@ -155,7 +158,8 @@ internal sealed class RuvioLock : IRuvioLock
     internal void OnDeadline(long armedAt)
     {
         if (Interlocked.Read(ref _armedAt) != armedAt) return; // re-armed later by a renewal
-        var capped = _capAt != long.MaxValue && Interlocked.Read(ref _validUntil) >= _capAt;
+        // Renewals ask for whole milliseconds up to the cap, so the last one ends within a few ms of it.
+        var capped = _capAt != long.MaxValue && Interlocked.Read(ref _validUntil) >= _capAt - Stopwatch.Frequency / 200;
         Lose(capped ? "the hold cap (MaxHold) was reached" : "no renewal succeeded before the deadline");
     }
 
@@ -167,11 +171,15 @@ internal sealed class RuvioLock : IRuvioLock
             _state = 1;
             _lostReason = why;
         }
-        RuvioDiagnostics.LockLosses.Add(1);
-        _db.Connection.Logger.LogWarning("Ruvio: lock {Key} (token {Token}) lost: {Why}", Key, Token, why);
-        _stop.Cancel();
-        // Runs the callbacks registered on LockLost on this thread (the watchdog's, when the deadline fired it).
-        _lost.Cancel();
+        // First the signal: it runs the callbacks registered on LockLost on this thread (the watchdog's, when the
+        // deadline fired it). Then stop the renewals, count and log.
+        try { _lost.Cancel(); }
+        finally
+        {
+            _stop.Cancel();
+            RuvioDiagnostics.LockLosses.Add(1);
+            _db.Connection.Logger.LogWarning("Ruvio: lock {Key} (token {Token}) lost: {Why}", Key, Token, why);
+        }
     }
 
     private async Task RenewLoopAsync()
