@@ -122,17 +122,17 @@ public sealed class LocksTests : IClassFixture<RuvioFixture>
         var locks = sp.GetRequiredService<IRuvioLocks>();
         await locks.GetDatabaseAsync(); // connected first: the clock below starts just before the LEASE is sent
         var sent = Stopwatch.StartNew();
-        var held = await locks.TryAcquireAsync("job", lease: TimeSpan.FromMilliseconds(1500));
+        var held = await locks.TryAcquireAsync("job", lease: TimeSpan.FromMilliseconds(3000));
         var lostAt = new TaskCompletionSource<TimeSpan>();
         held!.LockLost.Register(() => lostAt.TrySetResult(sent.Elapsed));
         server.Pause();
         try
         {
             var at = await lostAt.Task.WaitAsync(TimeSpan.FromSeconds(10));
-            // The renewal at 500 ms cannot be answered: the lock expires on the server 1500 ms after its grant
-            // (after the send), and LockLost must come before that.
-            Assert.True(at < TimeSpan.FromMilliseconds(1500), $"LockLost fired {at.TotalMilliseconds:0} ms after the send");
-            Assert.True(at > TimeSpan.FromMilliseconds(900), $"LockLost fired early, {at.TotalMilliseconds:0} ms after the send");
+            // The renewal at 1000 ms cannot be answered: the lock expires on the server 3000 ms after its grant
+            // (after the send), and LockLost must come before that (the client fires it a margin of lease/10 early).
+            Assert.True(at < TimeSpan.FromMilliseconds(3000), $"LockLost fired {at.TotalMilliseconds:0} ms after the send");
+            Assert.True(at > TimeSpan.FromMilliseconds(1900), $"LockLost fired early, {at.TotalMilliseconds:0} ms after the send");
         }
         finally
         {

@@ -135,9 +135,10 @@ public sealed class StartupTests : IClassFixture<RuvioFixture>
     {
         var builder = Builder(("ConnectionStrings:Ruvio", _f.Server.Address));
         var rejected = new List<RuvioLockRejectionReason>();
+        var prefix = $"t{Guid.NewGuid():n}:";
         builder.Services.AddRuvioDistributedLock(o =>
         {
-            o.KeyPrefix = $"t{Guid.NewGuid():n}:";
+            o.KeyPrefix = prefix;
             o.RejectionStatusCode = StatusCodes.Status423Locked;
             o.RetryAfter = TimeSpan.FromSeconds(3);
             o.OnRejected = async (ctx, ct) =>
@@ -150,13 +151,15 @@ public sealed class StartupTests : IClassFixture<RuvioFixture>
         await using var app = builder.Build();
         app.UseRuvioLock();
         app.MapControllers();
-        app.MapGet("/custom/{id}", async (string id) => { await Task.Delay(1000); return "done"; }).RequireRuvioLock("custom:{id}");
+        app.MapGet("/custom/{id}", async (string id) => { await Task.Delay(2000); return "done"; }).RequireRuvioLock("custom:{id}");
         await app.StartAsync();
         using var client = Client(app);
+        var db = await app.Services.GetRequiredService<IRuvioLocks>().GetDatabaseAsync();
+        Task Held(string name) => Wait.UntilAsync(async () => await db.LockInfoAsync(prefix + name) is not null, TimeSpan.FromSeconds(10), name + " is held");
 
         // A controller action with [RuvioLock]: a second request for the same order while the first runs is rejected.
-        var first = client.PostAsync("/api/orders/5/pay?ms=1000", null);
-        await Task.Delay(300);
+        var first = client.PostAsync("/api/orders/5/pay?ms=2000", null);
+        await Held("order:5");
         using (var second = await client.PostAsync("/api/orders/5/pay?ms=0", null))
         {
             Assert.Equal((HttpStatusCode)423, second.StatusCode);
@@ -174,7 +177,7 @@ public sealed class StartupTests : IClassFixture<RuvioFixture>
 
         // RequireRuvioLock and an OnRejected hook that writes its own body.
         var slow = client.GetAsync("/custom/1");
-        await Task.Delay(300);
+        await Held("custom:1");
         using (var busy = await client.GetAsync("/custom/1"))
         {
             Assert.Equal((HttpStatusCode)423, busy.StatusCode);
