@@ -15,9 +15,9 @@ public sealed class LockHelperTests : IClassFixture<RuvioFixture>
         await using var c = await Helpers.Connect(_f.Server);
         var db = c.GetDatabase();
         var key = Helpers.Key("renewed");
-        var l = await db.TryAcquireLockAsync(key, TimeSpan.FromMilliseconds(1200));
+        var l = await db.TryAcquireLockAsync(key, TimeSpan.FromMilliseconds(2000));
         Assert.NotNull(l);
-        await Task.Delay(3000); // 2.5 TTLs: only renewals keep it
+        await Task.Delay(5000); // 2.5 TTLs: only renewals keep it
         Assert.False(l.IsLost, l.LostReason);
         var info = await db.LockInfoAsync(key);
         Assert.Equal(l.Token, Assert.Single(info!.Holders).Token);

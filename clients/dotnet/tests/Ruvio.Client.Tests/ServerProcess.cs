@@ -118,6 +118,8 @@ public sealed class ServerProcess : IDisposable
         p.BeginOutputReadLine();
         p.BeginErrorReadLine();
         _proc = p;
+        // A test host that dies (or a test that forgets Dispose) must not leave servers behind.
+        AppDomain.CurrentDomain.ProcessExit += (_, _) => { try { if (!p.HasExited) { kill(p.Id, SIGCONT); p.Kill(); } } catch { } };
         var deadline = Stopwatch.StartNew();
         while (deadline.Elapsed < TimeSpan.FromSeconds(20))
         {
