@@ -34,6 +34,26 @@ pub struct Waiter {
     pub ttl_ms: u64,
     /// Closed when the client gave up (timeout, disconnect): such a waiter is skipped, never granted.
     pub reply: oneshot::Sender<Value>,
+    /// Who is waiting, remembered with the grant (LOCKS); `None` for callers that are not client connections.
+    pub who: Option<Grantee>,
+}
+
+/// The client a token was granted to, as its connection was at grant time: what LOCKS shows beside each holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grantee {
+    pub client_id: u64,
+    /// CLIENT SETNAME's name (empty: none).
+    pub name: bytes::Bytes,
+    pub addr: String,
+}
+
+/// A grant this node made to a client: which lock, to whom, when (Unix ms).
+#[derive(Debug)]
+pub struct Grant {
+    pub db: usize,
+    pub key: CompactBytes,
+    pub who: Grantee,
+    pub wall_ms: i64,
 }
 
 /// Counters for INFO's `locks` section.
@@ -71,6 +91,11 @@ pub struct LockState {
     /// The engine's changes as the records that replay them (`records.rs`), in the order made; `Store::settle`
     /// logs them, as it logs the keyspace's expiries.
     pub changes: Vec<LockChange>,
+    /// Per token: the client this node granted it to and when (LOCKS). Not logged nor replicated (a replica or a
+    /// restarted server shows no identity for holders it did not grant); entries whose holder is gone are pruned
+    /// once the map doubles (`engine::note_grant`), so it stays within twice the live holders (or 1024).
+    pub grants: HashMap<i64, Grant>,
+    pub grants_prune_at: usize,
 }
 
 /// One change the lock engine made: its record, database and instant (Unix ms).
@@ -93,6 +118,8 @@ impl Default for LockState {
             wake_timer: false,
             pending: Vec::new(),
             changes: Vec::new(),
+            grants: HashMap::new(),
+            grants_prune_at: 1024,
         }
     }
 }
