@@ -90,6 +90,8 @@ pub struct Config {
     pub pidfile: String,
     /// `text` (one human-readable line per event) or `json` (one JSON object per line).
     pub log_format: String,
+    /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
+    pub metrics_port: u16,
     /// The configuration file the server was started with, as an absolute path (INFO server's `config_file`); not
     /// a parameter.
     pub config_file: String,
@@ -137,6 +139,7 @@ impl Default for Config {
             logfile: String::new(),
             pidfile: String::new(),
             log_format: "text".into(),
+            metrics_port: 0,
             config_file: String::new(),
             ignored: Vec::new(),
         }
@@ -309,6 +312,7 @@ pub static PARAMS: &[Param] = &[
     // Evicting a key could evict a lock, and a lock evicted is a lock granted twice: only `noeviction` (refuse
     // writes over maxmemory) is honoured.
     Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts keys (an evicted lock would be granted twice); only noeviction is accepted".into()) }, mutable: true },
+    Param { name: "metrics-port", get: |c| c.metrics_port.to_string(), set: |c, v| { c.metrics_port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
     Param { name: "logfile", get: |c| c.logfile.clone(), set: |c, v| { c.logfile = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "pidfile", get: |c| c.pidfile.clone(), set: |c, v| { c.pidfile = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "log-format", get: |c| c.log_format.clone(), set: |c, v| { let f = v.to_ascii_lowercase(); if f != "text" && f != "json" { return Err("argument must be one of text, json".into()) } c.log_format = f; Ok(()) }, mutable: false },

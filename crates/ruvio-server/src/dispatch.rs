@@ -30,6 +30,13 @@ pub fn execute<'g>(
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
     match commands::resolve(args) {
+        Ok(resolved) if caller == Caller::Client => {
+            // Per-command calls, errors and latency for the metrics endpoint (a blocked command's wait excluded).
+            let (spec, started) = (resolved.spec, std::time::Instant::now());
+            let out = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            shared.metrics.record(spec, started.elapsed(), out.0.is_error());
+            out
+        }
         Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),
         Err(e) => refuse(caller, client, e),
     }

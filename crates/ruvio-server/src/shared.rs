@@ -60,6 +60,8 @@ pub struct Shared {
     next_client_id: AtomicU64,
     pub pubsub: Mutex<PubSub>,
     pub stats: Stats,
+    /// Per-command and durable-write counters for the metrics endpoint (metrics.rs).
+    pub metrics: crate::metrics::Metrics,
     /// 40 hex characters, new at every start.
     pub run_id: String,
     pub started: Instant,
@@ -130,6 +132,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             pubsub: Mutex::new(PubSub::default()),
             stats: Stats::default(),
+            metrics: crate::metrics::Metrics::default(),
             run_id,
             started: Instant::now(),
             shutdown: watch::channel(false).0,

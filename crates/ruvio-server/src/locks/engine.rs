@@ -187,6 +187,7 @@ fn undo_grant(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
 
 fn log_grant(store: &mut Store, db: usize, key: &[u8], want: Want, token: i64, deadline: u64) {
     store.locks.stats.grants += 1;
+    store.locks.stats.by_kind[want.kind_index()].grants += 1;
     report(store, db, || records::lockset(key, want, token, deadline));
 }
 
@@ -229,7 +230,9 @@ pub fn enqueue_waiter_as(
 ) -> u64 {
     let id = store.locks.next_waiter_id();
     store.locks.stats.waits += 1;
-    store.locks.waiters_mut(db).entry(CompactBytes::new(key)).or_default().push_back(Waiter { id, want, ttl_ms, reply, who });
+    store.locks.stats.by_kind[want.kind_index()].waits += 1;
+    let since = crate::clock::mono_ms();
+    store.locks.waiters_mut(db).entry(CompactBytes::new(key)).or_default().push_back(Waiter { id, want, ttl_ms, reply, who, since });
     id
 }
 
@@ -302,6 +305,7 @@ pub fn serve_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
             Ok(Some((token, deadline))) => match waiter.reply.send(Value::Integer(token)) {
                 Ok(()) => {
                     log_grant(store, db, key, waiter.want, token, deadline);
+                    store.locks.stats.observe_wait(now.saturating_sub(waiter.since));
                     if let Some(who) = waiter.who {
                         note_grant(store, db, key, token, who);
                     }
@@ -398,6 +402,7 @@ pub fn renew(store: &mut Store, db: usize, key: &[u8], token: i64, ttl_ms: u64, 
     disarm_unused(store, db, key, old);
     store.locks.arm(deadline, db, key);
     store.locks.stats.renewals += 1;
+    store.locks.stats.by_kind[want.kind_index()].renewals += 1;
     report(store, db, || records::lockset(key, want, token, deadline));
     Ok(true)
 }
@@ -423,6 +428,7 @@ pub fn release(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) -
     }
     disarm_unused(store, db, key, deadline);
     store.locks.stats.releases += 1;
+    store.locks.stats.by_kind[if is_lease { 0 } else { 1 }].releases += 1;
     report(store, db, || records::lockdrop(key, token));
     serve_key(store, db, key, now);
     Ok(true)

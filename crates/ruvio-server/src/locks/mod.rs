@@ -36,6 +36,8 @@ pub struct Waiter {
     pub reply: oneshot::Sender<Value>,
     /// Who is waiting, remembered with the grant (LOCKS); `None` for callers that are not client connections.
     pub who: Option<Grantee>,
+    /// When it started waiting (monotonic ms), for the wait-time histogram.
+    pub since: u64,
 }
 
 /// The client a token was granted to, as its connection was at grant time: what LOCKS shows beside each holder.
@@ -67,6 +69,42 @@ pub struct LockStats {
     pub waits: u64,
     /// Waits that ended without a grant (timeout or the client left).
     pub wait_timeouts: u64,
+    /// The same events by kind (index [`Want::kind_index`]: 0 lease, 1 semaphore), for the metrics endpoint.
+    pub by_kind: [KindCounts; 2],
+    /// How long granted waiters waited, ms: counts per bucket of [`WAIT_BUCKETS_MS`] (the last is +Inf), and the sum.
+    pub wait_ms_buckets: [u64; WAIT_BUCKETS_MS.len() + 1],
+    pub wait_ms_sum: u64,
+}
+
+/// Upper bounds (ms) of the lock wait-time histogram.
+pub const WAIT_BUCKETS_MS: [u64; 10] = [1, 5, 10, 50, 100, 500, 1000, 5000, 10_000, 60_000];
+
+/// Lock events of one kind.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KindCounts {
+    pub grants: u64,
+    pub renewals: u64,
+    pub releases: u64,
+    pub waits: u64,
+}
+
+impl Want {
+    /// 0 for a lease, 1 for a semaphore (`LockStats::by_kind`).
+    pub fn kind_index(self) -> usize {
+        match self {
+            Want::Lease => 0,
+            Want::Semaphore { .. } => 1,
+        }
+    }
+}
+
+impl LockStats {
+    /// A waiter was granted after waiting `ms`.
+    pub fn observe_wait(&mut self, ms: u64) {
+        let i = WAIT_BUCKETS_MS.iter().position(|b| ms <= *b).unwrap_or(WAIT_BUCKETS_MS.len());
+        self.wait_ms_buckets[i] += 1;
+        self.wait_ms_sum += ms;
+    }
 }
 
 /// Lock bookkeeping that is not stored in keys.
