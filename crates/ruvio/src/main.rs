@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+mod lock_cmd;
 use ruvio_server::Config;
 
 /// `ruvio --version`: the crate version and the git commit it was built from.
@@ -59,6 +61,10 @@ enum Command {
     },
     /// Run a failover coordinator (answers the Sentinel protocol; see docs/coordinator.md).
     Coordinator(CoordinatorArgs),
+    /// Run a command while holding a lease: ruvio lock [-h host] [-p port] [-a password] [--user name] NAME
+    /// --ttl 30s [--wait 10s] -- COMMAND... (the fencing token is in RUVIO_FENCING_TOKEN; exit codes in
+    /// docs/commands.md, "ruvio lock").
+    Lock(lock_cmd::LockArgs),
 }
 
 #[derive(Args, Clone, Default)]
@@ -250,6 +256,7 @@ fn main() -> ExitCode {
             return ExitCode::from(ruvio_server::persistence::check::run(&path, fix) as u8);
         }
         Some(Command::Coordinator(a)) => return run_coordinator(&a),
+        Some(Command::Lock(a)) => return lock_cmd::run(&a),
         None => cli.server,
     };
     let config = match build_config(&args) {
