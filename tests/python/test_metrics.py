@@ -83,3 +83,37 @@ def test_metrics_are_off_by_default(server) -> None:
     r = server.client()
     assert r.config_get("metrics-port") == {"metrics-port": "0"}
     r.close()
+
+
+def test_coordinator_metrics_endpoint(server_factory, tmp_path) -> None:
+    import subprocess
+
+    from test_operations import ruvio_bin, stop
+
+    primary = server_factory()
+    cport, mport = _free_port(), _free_port()
+    conf = tmp_path / "coordinator.conf"
+    conf.write_text(f"port {cport}\nbind 127.0.0.1\ndir {tmp_path}\ncoordinator-peers 127.0.0.1:{cport}\n"
+                    f"sentinel monitor mymaster 127.0.0.1 {primary.port} 1\nmetrics-port {mport}\n")
+    log = open(tmp_path / "coordinator.log", "wb")
+    proc = subprocess.Popen([ruvio_bin(), "coordinator", "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                m = scrape(mport)
+                if m.get(("ruvio_coordinator_is_leader", ())) == 1:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, (tmp_path / "coordinator.log").read_text()
+            time.sleep(0.2)
+        assert m[("ruvio_coordinator_raft_role", (("role", "leader"),))] == 1
+        assert m[("ruvio_coordinator_raft_term", ())] >= 1
+        assert m[("ruvio_coordinator_members", ())] == 1
+        assert m[("ruvio_coordinator_epoch", (("group", "mymaster"),))] == 0
+        assert m[("ruvio_coordinator_primary", (("group", "mymaster"), ("primary", f"127.0.0.1:{primary.port}")))] == 1
+        assert ("ruvio_coordinator_last_failover_epoch", (("group", "mymaster"),)) not in m, "no failover yet"
+    finally:
+        stop(proc)
+        log.close()

@@ -90,6 +90,9 @@ struct CoordinatorArgs {
     /// Log level: debug, verbose, notice, warning, nothing.
     #[arg(long)]
     loglevel: Option<String>,
+    /// Serve Prometheus metrics on GET /metrics at this port (default 0: off).
+    #[arg(long = "metrics-port")]
+    metrics_port: Option<u16>,
 }
 
 fn build_coordinator_config(a: &CoordinatorArgs) -> Result<ruvio_coordinator::Config, String> {
@@ -115,6 +118,9 @@ fn build_coordinator_config(a: &CoordinatorArgs) -> Result<ruvio_coordinator::Co
     }
     if let Some(v) = &a.loglevel {
         set(vec!["loglevel".into(), v.clone()])?;
+    }
+    if let Some(v) = a.metrics_port {
+        set(vec!["metrics-port".into(), v.to_string()])?;
     }
     c.members()?;
     Ok(c)
