@@ -34,7 +34,9 @@ pub fn execute<'g>(
             // Per-command calls, errors and latency for the metrics endpoint (a blocked command's wait excluded).
             let (spec, started) = (resolved.spec, std::time::Instant::now());
             let out = execute_resolved(caller, resolved, now, shared, client, args, guard);
-            shared.metrics.record(spec, started.elapsed(), out.0.is_error());
+            let took = started.elapsed();
+            shared.metrics.record(spec, took, out.0.is_error());
+            shared.metrics.slow.observe(spec, took, args, &client.info);
             out
         }
         Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),

@@ -32,8 +32,111 @@ pub struct CommandStat {
     sum_us: AtomicU64,
 }
 
+/// One SLOWLOG entry, as Redis keeps it.
+#[derive(Debug, Clone)]
+pub struct SlowEntry {
+    pub id: u64,
+    pub unix_s: i64,
+    pub micros: u64,
+    pub args: Vec<bytes::Bytes>,
+    pub addr: String,
+    pub name: bytes::Bytes,
+}
+
+/// LATENCY's record of one event (`command`, `fast-command`): up to 160 (time, ms) samples, and the max.
+#[derive(Debug, Clone, Default)]
+pub struct LatencyEvent {
+    pub samples: std::collections::VecDeque<(i64, u64)>,
+    pub max_ms: u64,
+}
+
+/// SLOWLOG and LATENCY state: cheap to skip (two atomics are read per command), kept under a mutex once an entry
+/// is recorded.
+#[derive(Default)]
+pub struct Slow {
+    /// `slowlog-log-slower-than` in µs (negative: off), mirrored from the config for the request path.
+    pub slower_than_us: std::sync::atomic::AtomicI64,
+    pub max_len: AtomicU64,
+    /// `latency-monitor-threshold` in ms (0: off).
+    pub latency_threshold_ms: AtomicU64,
+    pub next_id: AtomicU64,
+    pub log: parking_lot::Mutex<std::collections::VecDeque<SlowEntry>>,
+    pub latency: parking_lot::Mutex<std::collections::BTreeMap<&'static str, LatencyEvent>>,
+}
+
+/// Redis's bounds for a SLOWLOG entry: at most 32 arguments (the last saying how many more), each at most 128
+/// bytes (the rest replaced by "... (N more bytes)").
+const SLOWLOG_MAX_ARGS: usize = 32;
+const SLOWLOG_MAX_ARG_LEN: usize = 128;
+
+impl Slow {
+    pub fn configure(&self, c: &crate::config::Config) {
+        self.slower_than_us.store(c.slowlog_log_slower_than, Ordering::Relaxed);
+        self.max_len.store(c.slowlog_max_len, Ordering::Relaxed);
+        self.latency_threshold_ms.store(c.latency_monitor_threshold, Ordering::Relaxed);
+        let mut log = self.log.lock();
+        while log.len() as u64 > c.slowlog_max_len {
+            log.pop_back();
+        }
+    }
+
+    /// After a client's command: a SLOWLOG entry and a LATENCY sample when it was slow enough.
+    pub fn observe(&self, spec: &'static CommandSpec, took: Duration, args: &[bytes::Bytes], client: &crate::client::ClientInfo) {
+        let us = took.as_micros().min(u64::MAX as u128) as u64;
+        let threshold = self.slower_than_us.load(Ordering::Relaxed);
+        if threshold >= 0 && us >= threshold as u64 && self.max_len.load(Ordering::Relaxed) > 0 {
+            let mut kept: Vec<bytes::Bytes> = Vec::with_capacity(args.len().min(SLOWLOG_MAX_ARGS));
+            for (i, a) in args.iter().enumerate() {
+                if i == SLOWLOG_MAX_ARGS - 1 && args.len() > SLOWLOG_MAX_ARGS {
+                    kept.push(bytes::Bytes::from(format!("... ({} more arguments)", args.len() - i)));
+                    break;
+                }
+                if a.len() > SLOWLOG_MAX_ARG_LEN {
+                    let mut v = a[..SLOWLOG_MAX_ARG_LEN].to_vec();
+                    v.extend_from_slice(format!("... ({} more bytes)", a.len() - SLOWLOG_MAX_ARG_LEN).as_bytes());
+                    kept.push(bytes::Bytes::from(v));
+                } else {
+                    kept.push(a.clone());
+                }
+            }
+            let entry = SlowEntry {
+                id: self.next_id.fetch_add(1, Ordering::Relaxed),
+                unix_s: crate::clock::wall_ms() / 1000,
+                micros: us,
+                args: kept,
+                addr: client.addr.clone(),
+                name: client.name.lock().clone(),
+            };
+            let mut log = self.log.lock();
+            log.push_front(entry);
+            while log.len() as u64 > self.max_len.load(Ordering::Relaxed) {
+                log.pop_back();
+            }
+        }
+        let lt = self.latency_threshold_ms.load(Ordering::Relaxed);
+        let ms = us / 1000;
+        if lt > 0 && ms >= lt {
+            let event = if spec.has(commands::flags::FAST) { "fast-command" } else { "command" };
+            let now = crate::clock::wall_ms() / 1000;
+            let mut lat = self.latency.lock();
+            let e = lat.entry(event).or_default();
+            // One sample per second (the worst), as Redis does.
+            match e.samples.back_mut() {
+                Some(last) if last.0 == now => last.1 = last.1.max(ms),
+                _ => e.samples.push_back((now, ms)),
+            }
+            while e.samples.len() > 160 {
+                e.samples.pop_front();
+            }
+            e.max_ms = e.max_ms.max(ms);
+        }
+    }
+}
+
 /// Counters the request path updates.
 pub struct Metrics {
+    /// SLOWLOG and LATENCY.
+    pub slow: Slow,
     /// Per command (subcommands as `config|get`), keyed by the address of its static table entry: a lookup costs
     /// one integer hash, and the map never changes after start-up.
     commands: HashMap<usize, (String, CommandStat)>,
@@ -52,7 +155,7 @@ impl Default for Metrics {
                 commands.insert(sub as *const CommandSpec as usize, (format!("{}|{}", spec.name, sub.name), CommandStat::default()));
             }
         }
-        Metrics { commands, durable_waits: AtomicU64::new(0), not_durable: AtomicU64::new(0) }
+        Metrics { slow: Slow::default(), commands, durable_waits: AtomicU64::new(0), not_durable: AtomicU64::new(0) }
     }
 }
 

@@ -125,6 +125,8 @@ impl Shared {
         let databases = config.databases;
         let backlog = config.repl_backlog_size as usize;
         let min_replicas = (config.min_replicas_to_write, config.min_replicas_max_lag);
+        let metrics = crate::metrics::Metrics::default();
+        metrics.slow.configure(&config);
         let shared = Arc::new(Shared {
             config: RwLock::new(config),
             store: Mutex::new(Store::new(databases)),
@@ -132,7 +134,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             pubsub: Mutex::new(PubSub::default()),
             stats: Stats::default(),
-            metrics: crate::metrics::Metrics::default(),
+            metrics,
             run_id,
             started: Instant::now(),
             shutdown: watch::channel(false).0,
