@@ -35,6 +35,8 @@ pub struct Config {
     pub requirepass: Option<String>,
     pub loglevel: String,
     pub groups: Vec<GroupConfig>,
+    /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
+    pub metrics_port: u16,
 }
 
 impl Default for Config {
@@ -49,6 +51,7 @@ impl Default for Config {
             requirepass: None,
             loglevel: "notice".into(),
             groups: Vec::new(),
+            metrics_port: 0,
         }
     }
 }
@@ -127,6 +130,7 @@ impl Config {
             "dir" => self.dir = PathBuf::from(one()?),
             "requirepass" => self.requirepass = Some(one()?.to_string()).filter(|s| !s.is_empty()),
             "loglevel" => self.loglevel = one()?.to_string(),
+            "metrics-port" => self.metrics_port = parse_num("metrics-port", one()?)?,
             "coordinator-peers" => self.peers = args.to_vec(),
             // Accepted and ignored: they change nothing for the coordinator.
             "logfile" | "protected-mode" | "pidfile" => {}

@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod decide;
+pub mod metrics;
 pub mod monitor;
 pub mod node;
 pub mod raft;
@@ -162,6 +163,7 @@ pub async fn run(cfg: Config) -> Result<(), String> {
     for l in listeners {
         tokio::spawn(server::accept_loop(co.clone(), l));
     }
+    metrics::start(co.clone()).await?;
     // A fresh node proposes the configured membership; on a node that already has state this is refused, harmlessly.
     if !raft.is_initialized().await.map_err(|e| e.to_string())? {
         let nodes: BTreeMap<u64, BasicNode> =

@@ -93,6 +93,14 @@ pub struct Config {
     pub pidfile: String,
     /// `text` (one human-readable line per event) or `json` (one JSON object per line).
     pub log_format: String,
+    /// SLOWLOG: commands taking at least this many µs are logged (negative: never; 0: every command) ...
+    pub slowlog_log_slower_than: i64,
+    /// ... keeping the newest this many entries.
+    pub slowlog_max_len: u64,
+    /// LATENCY: commands taking at least this many ms are sampled (0: off).
+    pub latency_monitor_threshold: u64,
+    /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
+    pub metrics_port: u16,
     /// The configuration file the server was started with, as an absolute path (INFO server's `config_file`); not
     /// a parameter.
     pub config_file: String,
@@ -141,6 +149,10 @@ impl Default for Config {
             logfile: String::new(),
             pidfile: String::new(),
             log_format: "text".into(),
+            metrics_port: 0,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
             config_file: String::new(),
             ignored: Vec::new(),
         }
@@ -319,6 +331,10 @@ pub static PARAMS: &[Param] = &[
     // Evicting a key could evict a lock, and a lock evicted is a lock granted twice: only `noeviction` (refuse
     // writes over maxmemory) is honoured.
     Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts keys (an evicted lock would be granted twice); only noeviction is accepted".into()) }, mutable: true },
+    Param { name: "metrics-port", get: |c| c.metrics_port.to_string(), set: |c, v| { c.metrics_port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
+    Param { name: "slowlog-log-slower-than", get: |c| c.slowlog_log_slower_than.to_string(), set: |c, v| { c.slowlog_log_slower_than = num_between(v, -1, i64::MAX)?; Ok(()) }, mutable: true },
+    Param { name: "slowlog-max-len", get: |c| c.slowlog_max_len.to_string(), set: |c, v| { c.slowlog_max_len = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
+    Param { name: "latency-monitor-threshold", get: |c| c.latency_monitor_threshold.to_string(), set: |c, v| { c.latency_monitor_threshold = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "logfile", get: |c| c.logfile.clone(), set: |c, v| { c.logfile = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "pidfile", get: |c| c.pidfile.clone(), set: |c, v| { c.pidfile = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "log-format", get: |c| c.log_format.clone(), set: |c, v| { let f = v.to_ascii_lowercase(); if f != "text" && f != "json" { return Err("argument must be one of text, json".into()) } c.log_format = f; Ok(()) }, mutable: false },
@@ -396,9 +412,6 @@ pub static IGNORED: &[Ignored] = &[
     Ignored { name: "active-expire-effort", honoured: any, why: "active expiry works to its own budget" },
     // Observability Ruvio does not have (yet).
     Ignored { name: "acllog-max-len", honoured: any, why: "no ACL log" },
-    Ignored { name: "slowlog-log-slower-than", honoured: any, why: "no slow log yet" },
-    Ignored { name: "slowlog-max-len", honoured: any, why: "no slow log yet" },
-    Ignored { name: "latency-monitor-threshold", honoured: any, why: "no latency monitor yet" },
     Ignored { name: "latency-tracking", honoured: any, why: "no latency tracking" },
     Ignored { name: "notify-keyspace-events", honoured: str::is_empty, why: "Ruvio sends no keyspace notifications" },
     // Encodings of data types Ruvio does not store (hashes are real parameters).

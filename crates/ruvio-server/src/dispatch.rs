@@ -30,6 +30,15 @@ pub fn execute<'g>(
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
     match commands::resolve(args) {
+        Ok(resolved) if caller == Caller::Client => {
+            // Per-command calls, errors and latency for the metrics endpoint (a blocked command's wait excluded).
+            let (spec, started) = (resolved.spec, std::time::Instant::now());
+            let out = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            let took = started.elapsed();
+            shared.metrics.record(spec, took, out.0.is_error());
+            shared.metrics.slow.observe(spec, took, args, &client.info);
+            out
+        }
         Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),
         Err(e) => refuse(caller, client, e),
     }

@@ -60,6 +60,8 @@ pub struct Shared {
     next_client_id: AtomicU64,
     pub pubsub: Mutex<PubSub>,
     pub stats: Stats,
+    /// Per-command and durable-write counters for the metrics endpoint (metrics.rs).
+    pub metrics: crate::metrics::Metrics,
     /// 40 hex characters, new at every start.
     pub run_id: String,
     pub started: Instant,
@@ -123,6 +125,8 @@ impl Shared {
         let databases = config.databases;
         let backlog = config.repl_backlog_size as usize;
         let min_replicas = (config.min_replicas_to_write, config.min_replicas_max_lag);
+        let metrics = crate::metrics::Metrics::default();
+        metrics.slow.configure(&config);
         let shared = Arc::new(Shared {
             config: RwLock::new(config),
             store: Mutex::new(Store::new(databases)),
@@ -130,6 +134,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             pubsub: Mutex::new(PubSub::default()),
             stats: Stats::default(),
+            metrics,
             run_id,
             started: Instant::now(),
             shutdown: watch::channel(false).0,

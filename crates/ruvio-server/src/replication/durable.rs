@@ -33,7 +33,11 @@ pub fn wait(shared: &Arc<Shared>, lsn: u64, replicas: usize, grants: Vec<Grant>,
             // Acknowledged: answered only while the coordinators' lease holds (replication/lease.rs).
             shared.replication.lease.wait_valid().await;
         };
+        shared.metrics.durable_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let met = tokio::time::timeout(Duration::from_millis(timeout_ms), durable).await.is_ok();
+        if !met {
+            shared.metrics.not_durable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let no_lease = !met && shared.journal.durability.met(need);
         let answer = if met {
             reply
