@@ -52,6 +52,9 @@ pub mod flags {
     pub const STALE: u32 = 1 << 12;
     /// A write-log record (LOCKSET, ...): sent by persistence replay and replication, not by applications.
     pub const INTERNAL: u32 = 1 << 13;
+    /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
+    /// no user has unless configured (acl.rs).
+    pub const COORDINATION: u32 = 1 << 14;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
