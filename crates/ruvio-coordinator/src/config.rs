@@ -307,12 +307,12 @@ mod tests {
             "coordinator-peers 127.0.0.1:26381 127.0.0.1:26380",
             "sentinel sentinel-user peer",
             "sentinel sentinel-pass s3cret",
-            "sentinel auth-user mymaster coordinator",
             "sentinel monitor mymaster 127.0.0.1 6379 2",
             "sentinel down-after-milliseconds mymaster 1000",
             "sentinel failover-timeout mymaster 5000",
             "sentinel parallel-syncs mymaster 1",
             "sentinel durability-replicas mymaster 1",
+            "sentinel auth-user mymaster coordinator",
         ] {
             c.apply(&w(l)).unwrap();
         }

@@ -5,6 +5,7 @@
 //! The table drives dispatch, arity errors, authentication and subscribed-mode rules, MULTI queueing, COMMAND
 //! output and which commands reach the write log. Adding a command means one entry plus its handler.
 
+pub mod acl_family;
 pub mod connection_family;
 pub mod context;
 pub mod generic_family;
@@ -118,8 +119,9 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 12] {
+pub fn families() -> [&'static [CommandSpec]; 13] {
     [
+        acl_family::COMMANDS,
         connection_family::COMMANDS,
         generic_family::COMMANDS,
         string_family::COMMANDS,

@@ -94,5 +94,5 @@ const NOT_IN_SCRIPTS: &[&str] = &[
     "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function", "multi", "exec", "discard",
     "watch", "unwatch", "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
     "auth", "hello", "shutdown", "save", "bgsave", "bgrewriteaof", "quit", "reset", "client", "monitor", "sync",
-    "psync", "replconf", "wait", "waitaof", "debug",
+    "psync", "replconf", "wait", "waitaof", "debug", "acl", "replicaof", "slaveof", "replication",
 ];
