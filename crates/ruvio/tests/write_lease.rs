@@ -52,7 +52,7 @@ fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators
     let mut c = durable_conn(p0, 1000);
     // The coordination commands need the coordinator user (coordinator-pass); a client's connection is refused them.
     let mut co = Conn::as_coordinator(p0);
-    assert!(err(&co.cmd(&["REPLICATION", "LEASE", "OFF"])).starts_with("NOPERM"));
+    assert!(err(&c.cmd(&["REPLICATION", "LEASE", "OFF"])).starts_with("NOPERM"));
 
     // Never leased: durable writes need only the replica.
     assert_eq!(lease_state(p0), "not-required");
