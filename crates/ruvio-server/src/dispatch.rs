@@ -121,8 +121,13 @@ fn execute_resolved<'g>(
 /// recorded in ACL LOG and answered with Redis's NOPERM text. Channels are checked by the pub/sub commands.
 fn acl_denied(shared: &Shared, client: &ClientState, resolved: &commands::Resolved, args: &[Bytes], context: &'static str) -> Option<Value> {
     let user = client.user.as_ref()?;
-    let perms = user.perms();
     let spec = resolved.spec;
+    if spec.has(flags::NOAUTH) && !spec.has(flags::ADMIN) {
+        // What runs before authentication (AUTH, HELLO, QUIT, RESET) runs for every user too, as in Redis: a user
+        // must always be able to switch users or leave.
+        return None;
+    }
+    let perms = user.perms();
     if !perms.may_run(spec) {
         let name = resolved.full_name();
         shared.acl.log_denial("command", context, name.clone(), &user.name, client.info.describe());

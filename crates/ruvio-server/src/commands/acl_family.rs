@@ -26,17 +26,17 @@ pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
 }];
 
 static ACL_SUBCOMMANDS: &[CommandSpec] = &[
-    cmd!("setuser", -3, ADMIN | NO_MULTI | LOADING | STALE, "Creates and modifies an ACL user and its rules.", setuser),
-    cmd!("getuser", 3, ADMIN | NO_MULTI | LOADING | STALE, "Lists the ACL rules of a user.", getuser),
-    cmd!("deluser", -3, ADMIN | NO_MULTI | LOADING | STALE, "Deletes ACL users, and terminates their connections.", deluser),
-    cmd!("list", 2, ADMIN | NO_MULTI | LOADING | STALE, "Dumps the effective rules in ACL file format.", list),
-    cmd!("users", 2, ADMIN | NO_MULTI | LOADING | STALE, "Lists all ACL users.", users),
-    cmd!("whoami", 2, NO_MULTI | LOADING | STALE, "Returns the authenticated username of the current connection.", whoami),
-    cmd!("cat", -2, NO_MULTI | LOADING | STALE, "Lists the ACL categories, or the commands inside a category.", cat),
-    cmd!("log", -2, ADMIN | NO_MULTI | LOADING | STALE, "Lists recent security events generated due to commands rejected by ACL rules.", log),
-    cmd!("save", 2, ADMIN | NO_MULTI | LOADING | STALE, "Saves the effective ACL rules in the configured ACL file.", save),
-    cmd!("load", 2, ADMIN | NO_MULTI | LOADING | STALE, "Reloads the rules from the configured ACL file.", load),
-    cmd!("genpass", -2, NO_MULTI | LOADING | STALE, "Generates a pseudorandom, secure password that can be used to identify ACL users.", genpass),
+    cmd!("setuser", -3, ADMIN | LOADING | STALE, "Creates and modifies an ACL user and its rules.", setuser),
+    cmd!("getuser", 3, ADMIN | LOADING | STALE, "Lists the ACL rules of a user.", getuser),
+    cmd!("deluser", -3, ADMIN | LOADING | STALE, "Deletes ACL users, and terminates their connections.", deluser),
+    cmd!("list", 2, ADMIN | LOADING | STALE, "Dumps the effective rules in ACL file format.", list),
+    cmd!("users", 2, ADMIN | LOADING | STALE, "Lists all ACL users.", users),
+    cmd!("whoami", 2, LOADING | STALE, "Returns the authenticated username of the current connection.", whoami),
+    cmd!("cat", -2, LOADING | STALE, "Lists the ACL categories, or the commands inside a category.", cat),
+    cmd!("log", -2, ADMIN | LOADING | STALE, "Lists recent security events generated due to commands rejected by ACL rules.", log),
+    cmd!("save", 2, ADMIN | LOADING | STALE, "Saves the effective ACL rules in the configured ACL file.", save),
+    cmd!("load", 2, ADMIN | LOADING | STALE, "Reloads the rules from the configured ACL file.", load),
+    cmd!("genpass", -2, LOADING | STALE, "Generates a pseudorandom, secure password that can be used to identify ACL users.", genpass),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", help),
 ];
 
