@@ -260,7 +260,27 @@ fn a_group_of_coordinators_without_their_own_login_refuses_to_start() {
     let (a, b) = (free_port(), free_port());
     let conf = dir.join("c.conf");
     std::fs::write(&conf, format!("port {a}\ndir {}\ncoordinator-peers 127.0.0.1:{a} 127.0.0.1:{b}\nsentinel monitor m 127.0.0.1 1 1\n", dir.display())).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ruvio")).args(["coordinator", "--config", conf.to_str().unwrap()]).output().unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("sentinel-pass"), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = dir.join("log");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ruvio"))
+        .args(["coordinator", "--config", conf.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Bounded: a coordinator that starts anyway is killed and the test fails.
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(status.is_some_and(|s| !s.success()), "the coordinator started without peer authentication:\n{text}");
+    assert!(text.contains("sentinel-pass"), "{text}");
 }
