@@ -315,6 +315,10 @@ impl Perms {
                 None => (what, None),
             };
             let spec = commands::lookup_public(name.as_bytes()).ok_or("Unknown command or category name in ACL")?;
+            if sub.is_some_and(|s| s.contains('|')) {
+                // `+config|get|appendonly`: a subcommand's first argument (Redis's texts for both shapes).
+                return Err(if spec.subcommands.is_empty() { "Unknown command or category name in ACL" } else { "Allowing first-arg of a subcommand is not supported" }.into());
+            }
             match sub {
                 None => {
                     if let Some(id) = id_of(spec) {

@@ -64,7 +64,9 @@ fn execute_resolved<'g>(
         if !client.authenticated && !spec.has(flags::NOAUTH) {
             return (Value::error(ERR_NOAUTH), None);
         }
-        if let Some(denied) = acl_denied(shared, client, &resolved, args, "toplevel") {
+        // Redis logs a denial inside MULTI (queued or run by EXEC) with the context `multi`.
+        let context = if client.multi.is_some() || client.info.in_multi.load(Ordering::Relaxed) { "multi" } else { "toplevel" };
+        if let Some(denied) = acl_denied(shared, client, &resolved, args, context) {
             return refuse(caller, client, denied);
         }
         if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
