@@ -17,7 +17,8 @@ macro_rules! cmd {
 pub static COMMANDS: &[CommandSpec] = &[CommandSpec {
     name: "acl",
     arity: -2,
-    flags: 0,
+    // As Redis: a script may not manage users.
+    flags: NOSCRIPT,
     keys: (0, 0, 0),
     group: "server",
     summary: "A container for Access List Control commands.",
