@@ -97,7 +97,7 @@ impl Coordinator {
         }
         let leader = self.leader_addr().ok_or("no consensus leader (a majority of coordinators must be up)")?;
         let body = serde_json::to_vec(&cmd).map_err(|e| e.to_string())?;
-        let mut c = node::Conn::connect(&leader, self.cfg.requirepass.as_deref(), Duration::from_secs(2))
+        let mut c = node::Conn::connect(&leader, self.cfg.peer_auth(), Duration::from_secs(2))
             .await
             .map_err(|e| format!("forwarding to the leader {leader}: {e}"))?;
         let v = c
@@ -134,7 +134,7 @@ pub async fn run(cfg: Config) -> Result<(), String> {
     let log = LogStore::open(&cfg.dir).map_err(|e| format!("opening the raft log: {e}"))?;
     let sm = StateMachine::open(&cfg.dir, events.clone()).map_err(|e| format!("opening the state: {e}"))?;
     let rcfg = Arc::new(raft::raft_config().validate().map_err(|e| e.to_string())?);
-    let network = Network { password: cfg.requirepass.clone() };
+    let network = Network { auth: cfg.sentinel_pass.clone().map(|p| (cfg.sentinel_user.clone(), p)) };
     let raft = Raft::new(node_id, rcfg, network, log, sm.clone()).await.map_err(|e| format!("starting raft: {e}"))?;
 
     let listeners = server::bind(&cfg).await?;

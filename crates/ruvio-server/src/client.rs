@@ -100,6 +100,8 @@ pub struct ClientInfo {
     pub outbox: Outbox,
     /// Filled only on a durable connection; taken by its durable wait after each command.
     pub durable: Mutex<DurablePending>,
+    /// The ACL user this connection is logged in as (CLIENT LIST `user=`, CLIENT KILL USER, ACL DELUSER).
+    pub user: Mutex<String>,
 }
 
 impl ClientInfo {
@@ -124,6 +126,7 @@ impl ClientInfo {
             kill_notify: Notify::new(),
             outbox: Outbox::default(),
             durable: Mutex::new(DurablePending::default()),
+            user: Mutex::new("default".into()),
         }
     }
 
@@ -155,7 +158,7 @@ impl ClientInfo {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -171,6 +174,7 @@ impl ClientInfo {
                 (Some(parent), name) => format!("{parent}|{name}"),
                 (None, name) => name.to_string(),
             },
+            self.user.lock(),
             self.resp.load(Ordering::Relaxed),
             self.lib_name.lock(),
             self.lib_ver.lock(),
@@ -201,6 +205,8 @@ pub struct ClientState {
     pub db: usize,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// The ACL user whose permissions apply (None: not logged in, or the server's own replay, which is not checked).
+    pub user: Option<Arc<crate::acl::User>>,
     /// Commands queued since MULTI.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command failed to queue: EXEC will answer EXECABORT.
@@ -231,6 +237,7 @@ impl ClientState {
             db: 0,
             proto: Protocol::Resp2,
             authenticated,
+            user: None,
             multi: None,
             multi_error: false,
             watch_flag: Arc::new(WatchFlag::default()),
@@ -243,6 +250,24 @@ impl ClientState {
             durability_replicas: 0,
             lock_wait: None,
             handover: None,
+        }
+    }
+
+    /// Logs the connection in as `user` (AUTH, HELLO AUTH, or the default user at connect time).
+    pub fn login(&mut self, user: Arc<crate::acl::User>) {
+        *self.info.user.lock() = user.name.clone();
+        self.user = Some(user);
+        self.authenticated = true;
+    }
+
+    /// Logs the connection out (RESET, or its user was deleted): back to the default user if it needs no
+    /// password, else unauthenticated.
+    pub fn logout(&mut self, acl: &crate::acl::Acl) {
+        self.user = None;
+        self.authenticated = false;
+        *self.info.user.lock() = "default".into();
+        if let Some(u) = acl.autologin() {
+            self.login(u);
         }
     }
 

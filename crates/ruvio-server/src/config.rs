@@ -83,6 +83,16 @@ pub struct Config {
     pub hash_max_listpack_value: usize,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms: past it, a running script makes others get -BUSY.
     pub busy_reply_threshold: u64,
+    /// `user <name> <rules...>` lines (ACL users defined in the config file; acl.rs), in order.
+    pub users: Vec<String>,
+    /// `aclfile`: where ACL LOAD/SAVE read and write users (empty: none).
+    pub aclfile: String,
+    /// `masteruser` / `masterauth`: how this node, as a replica, logs in to its primary.
+    pub masteruser: Option<String>,
+    pub masterauth: Option<String>,
+    /// `coordinator-pass`: enables the built-in user `coordinator` (@coordination), which `ruvio coordinator` logs
+    /// in as; without it no one may run the coordination commands (docs/coordinator.md).
+    pub coordinator_pass: Option<String>,
     /// Bytes of used memory (resident set) past which commands flagged `denyoom` are refused with Redis's OOM
     /// error (0 = no limit). Only `maxmemory-policy noeviction` exists: Ruvio never evicts keys (a lock key evicted
     /// would be a lock granted twice).
@@ -145,6 +155,11 @@ impl Default for Config {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             busy_reply_threshold: 5000,
+            users: Vec::new(),
+            aclfile: String::new(),
+            masteruser: None,
+            masterauth: None,
+            coordinator_pass: None,
             maxmemory: 0,
             logfile: String::new(),
             pidfile: String::new(),
@@ -298,6 +313,12 @@ pub static PARAMS: &[Param] = &[
     Param { name: "port", get: |c| c.port.to_string(), set: |c, v| { c.port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
     Param { name: "dir", get: |c| c.dir.display().to_string(), set: |c, v| { c.dir = PathBuf::from(v); Ok(()) }, mutable: false },
     Param { name: "requirepass", get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| { c.requirepass = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
+    // ACL (acl.rs): `user` lines accumulate (one per user, as in redis.conf); CONFIG GET shows none of them.
+    Param { name: "user", get: |_| String::new(), set: |c, v| { crate::acl::parse_user_line(&format!("user {v}"))?; c.users.push(v.to_string()); Ok(()) }, mutable: false },
+    Param { name: "aclfile", get: |c| c.aclfile.clone(), set: |c, v| { c.aclfile = v.to_string(); Ok(()) }, mutable: false },
+    Param { name: "masteruser", get: |c| c.masteruser.clone().unwrap_or_default(), set: |c, v| { c.masteruser = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
+    Param { name: "masterauth", get: |c| c.masterauth.clone().unwrap_or_default(), set: |c, v| { c.masterauth = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
+    Param { name: "coordinator-pass", get: |c| c.coordinator_pass.clone().unwrap_or_default(), set: |c, v| { c.coordinator_pass = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
     Param { name: "databases", get: |c| c.databases.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 1024 { return Err("argument must be between 1 and 1024".into()) } c.databases = n; Ok(()) }, mutable: false },
     Param { name: "maxclients", get: |c| c.maxclients.to_string(), set: |c, v| { let n: i128 = num(v)?; if n < 1 || n > u32::MAX as i128 { return Err("argument must be between 1 and 4294967295 inclusive".into()) } c.maxclients = n as usize; Ok(()) }, mutable: true },
     Param { name: "timeout", get: |c| c.timeout.to_string(), set: |c, v| { c.timeout = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },

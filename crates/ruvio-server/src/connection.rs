@@ -53,7 +53,11 @@ enum Step {
 
 impl Connection {
     pub fn new(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>) -> Self {
-        let authenticated = shared.config.read().requirepass.is_none();
+        let user = shared.acl.autologin();
+        let mut state = ClientState::new(info, false);
+        if let Some(u) = user {
+            state.login(u);
+        }
         Connection {
             shared,
             stream,
@@ -62,7 +66,7 @@ impl Connection {
             inbuf: BytesMut::new(),
             outbuf: BytesMut::new(),
             parser: RequestParser::new(),
-            state: ClientState::new(info, authenticated),
+            state,
             durable_before_reply: None,
             blocked_args: None,
         }

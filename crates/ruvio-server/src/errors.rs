@@ -308,3 +308,18 @@ pub fn no_token_reservation(why: &str) -> Value {
 
 /// Redis's text for a `denyoom` command refused while used memory is above `maxmemory` (policy noeviction).
 pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+// ----- ACL (acl.rs, commands/acl_family.rs): Redis 7.0's texts -----
+
+pub const ERR_NOPERM_KEY: &str = "NOPERM this user has no permissions to access one of the keys used as arguments";
+pub const ERR_NOPERM_CHANNEL: &str = "NOPERM this user has no permissions to access one of the channels used as arguments";
+
+/// A command the user may not run (`get`, `client|kill`).
+pub fn noperm_command(name: &str) -> Value {
+    Value::error(format!("NOPERM this user has no permissions to run the '{name}' command"))
+}
+
+/// `REPLICAOF ... EPOCH e` by a user without @coordination.
+pub const ERR_NOPERM_EPOCH: &str = "NOPERM this user has no permissions to run 'replicaof' with EPOCH (ACL category @coordination, the coordinators' user)";
+/// `REPLICAOF NO ONE EPOCH <last epoch>` without FORCE.
+pub const ERR_LAST_EPOCH: &str = "ERR this is the last failover epoch: no later failover could raise tokens above it (docs/fencing.md); add FORCE to promote at it anyway";

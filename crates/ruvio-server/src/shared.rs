@@ -81,6 +81,8 @@ pub struct Shared {
     pub replication: crate::replication::Replication,
     /// Lua scripting: the engine, the script running now (for BUSY and SCRIPT KILL), INFO figures.
     pub scripts: crate::scripting::Scripting,
+    /// ACL users (acl.rs): who may log in, and what each user may run and touch.
+    pub acl: crate::acl::Acl,
 }
 
 impl Shared {
@@ -127,6 +129,12 @@ impl Shared {
         let min_replicas = (config.min_replicas_to_write, config.min_replicas_max_lag);
         let metrics = crate::metrics::Metrics::default();
         metrics.slow.configure(&config);
+        // `run` checked the ACL configuration before (a bad one refuses to start); a library caller gets the
+        // default user alone and an error line.
+        let acl = crate::acl::Acl::from_config(&config).unwrap_or_else(|e| {
+            tracing::error!("ACL configuration: {e}");
+            crate::acl::Acl::new()
+        });
         let shared = Arc::new(Shared {
             config: RwLock::new(config),
             store: Mutex::new(Store::new(databases)),
@@ -145,6 +153,7 @@ impl Shared {
             aof: crate::persistence::Aof::default(),
             replication: crate::replication::Replication::default(),
             scripts: crate::scripting::Scripting::default(),
+            acl,
         });
         shared.apply_config_copies(min_replicas);
         shared

@@ -569,7 +569,7 @@ fn acknowledged_durable_grants_survive_kill9_of_every_node() {
 fn promotion_raises_the_epoch_so_tokens_keep_growing() {
     let (pd, rd) = (temp_dir("repl-promote-p"), temp_dir("repl-promote-r"));
     let mut primary = start(&pd, &[]);
-    let replica = replica_of(&primary, &rd, &["--appendfsync", "always"]);
+    let replica = replica_of(&primary, &rd, &["--appendfsync", "always", "--coordinator-pass", COORD_PASS]);
     let mut c = primary.conn();
     let mut last = 0;
     for i in 0..50 {
@@ -588,10 +588,13 @@ fn promotion_raises_the_epoch_so_tokens_keep_growing() {
     assert!(t > last, "token {t} after promotion is not above {last}");
     assert_eq!(crate_epoch(t), epoch + 1);
     // Promises: an older epoch is refused, the promise is kept across a restart.
-    assert!(err(&rc.cmd(&["REPLICATION", "PROMISE", &epoch.to_string()])).starts_with("ERR epoch"));
-    let Value::Array(p) = rc.cmd(&["REPLICATION", "PROMISE", &(epoch + 5).to_string()]) else { panic!() };
+    let mut rco = replica.conn();
+    assert!(is_ok(&rco.cmd(&["AUTH", "coordinator", COORD_PASS])));
+    assert!(err(&rco.cmd(&["REPLICATION", "PROMISE", &epoch.to_string()])).starts_with("ERR epoch"));
+    let Value::Array(p) = rco.cmd(&["REPLICATION", "PROMISE", &(epoch + 5).to_string()]) else { panic!() };
     assert_eq!(int(&p[0]) as u64, epoch + 5);
     drop(rc);
+    drop(rco);
     let mut replica = replica;
     replica.stop();
     let again = start(&rd, &[]);
@@ -692,8 +695,9 @@ fn after_a_promotion_the_other_replicas_continue_from_the_new_primary_without_a_
 fn a_replica_that_promised_a_newer_epoch_refuses_an_older_primary() {
     let (pd, rd) = (temp_dir("repl-promise-p"), temp_dir("repl-promise-r"));
     let primary = start(&pd, &[]);
-    let replica = start(&rd, &[]);
+    let replica = start(&rd, &["--coordinator-pass", COORD_PASS]);
     let mut rc = replica.conn();
+    assert!(is_ok(&rc.cmd(&["AUTH", "coordinator", COORD_PASS])));
     let Value::Array(p) = rc.cmd(&["REPLICATION", "PROMISE", "3"]) else { panic!("PROMISE") };
     assert_eq!(int(&p[0]), 3);
     primary.conn().cmd(&["SET", "k", "v"]);
@@ -704,7 +708,7 @@ fn a_replica_that_promised_a_newer_epoch_refuses_an_older_primary() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(replica.info_in("replication", "master_link_status"), "down");
-    assert_eq!(rc.cmd(&["GET", "k"]), Value::Nil, "nothing of the older primary was applied");
+    assert_eq!(replica.conn().cmd(&["GET", "k"]), Value::Nil, "nothing of the older primary was applied");
 }
 
 /// A fake primary that answers PSYNC with `+FULLRESYNC`, announcing a snapshot of LSN `lsn`, sends `snapshot` as

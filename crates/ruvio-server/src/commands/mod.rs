@@ -5,6 +5,7 @@
 //! The table drives dispatch, arity errors, authentication and subscribed-mode rules, MULTI queueing, COMMAND
 //! output and which commands reach the write log. Adding a command means one entry plus its handler.
 
+pub mod acl_family;
 pub mod connection_family;
 pub mod context;
 pub mod generic_family;
@@ -62,6 +63,9 @@ pub mod flags {
     pub const TOKEN_ARG: u32 = 1 << 15;
     /// Where [`TOKEN_ARG`] is.
     pub const TOKEN_ARG_INDEX: usize = 2;
+    /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
+    /// no user has unless configured (acl.rs).
+    pub const COORDINATION: u32 = 1 << 16;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -126,8 +130,9 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 12] {
+pub fn families() -> [&'static [CommandSpec]; 13] {
     [
+        acl_family::COMMANDS,
         connection_family::COMMANDS,
         generic_family::COMMANDS,
         string_family::COMMANDS,

@@ -58,6 +58,8 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
     }
     let replid = shared.replication.replid();
     let resumed = shared.replication.continues(&req.replid, req.next_lsn).then(|| shared.journal.subscribe(req.next_lsn, false).ok()).flatten();
+    // What the replica holds once the sync is done: the LSN before its next one, or the snapshot's.
+    let mut holds = req.next_lsn.saturating_sub(1);
     let cursor = match resumed {
         Some(c) => {
             shared.replication.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -65,19 +67,24 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
             wr.write_all(format!("+CONTINUE {replid} {epoch}\r\n").as_bytes()).await.map_err(|e| e.to_string())?;
             c
         }
-        None => full_sync(shared, &mut wr, id, &replid, epoch).await?,
+        None => {
+            let (cursor, lsn) = full_sync(shared, &mut wr, id, &replid, epoch).await?;
+            holds = lsn;
+            cursor
+        }
     };
     // The silence clock (repl-timeout) starts with the stream, not with a snapshot that took long to make or send.
     shared.replication.update_downstream(id, |d| {
         d.state = "online";
         d.last_ack = Instant::now();
     });
-    let result = stream_records(shared, &mut rd, &mut wr, cursor, id, generation, req.aof).await;
+    let result = stream_records(shared, &mut rd, &mut wr, cursor, id, generation, req.aof, holds).await;
     shared.journal.unsubscribe(cursor);
     result
 }
 
-async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, replid: &str, epoch: u16) -> Result<ConsumerId, String> {
+/// Sends a snapshot; returns the cursor the stream continues from and the snapshot's LSN.
+async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, replid: &str, epoch: u16) -> Result<(ConsumerId, u64), String> {
     shared.replication.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = shared.config.read().dir.clone();
     let path = dir.join(format!("replica-sync-{id}.tmp"));
@@ -125,7 +132,7 @@ async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, repli
         shared.journal.unsubscribe(cursor);
         return Err(format!("sending the snapshot: {e}"));
     }
-    Ok(cursor)
+    Ok((cursor, lsn))
 }
 
 async fn stream_records(
@@ -136,7 +143,10 @@ async fn stream_records(
     id: u64,
     generation: u64,
     aof: bool,
+    holds: u64,
 ) -> Result<(), String> {
+    // The last LSN sent on this link: a replica cannot have received (let alone fsynced) anything beyond it.
+    let mut sent = holds;
     let mut shutdown = shared.shutdown.subscribe();
     let mut inbuf = BytesMut::with_capacity(1024);
     let mut parser = RequestParser::new();
@@ -149,6 +159,7 @@ async fn stream_records(
             Ok(segments) => {
                 for seg in segments {
                     wr.write_all(&seg.bytes).await.map_err(|e| format!("writing the stream: {e}"))?;
+                    sent = sent.max(seg.last_lsn);
                 }
             }
             Err(ReadError::Lagged { oldest }) => {
@@ -165,6 +176,14 @@ async fn stream_records(
                 }
                 while let Some(args) = parser.parse(&mut inbuf, &limits).map_err(|e| format!("bad acknowledgement: {e}"))? {
                     if let Some((received, fsynced)) = parse_ack(&args) {
+                        if received > sent || fsynced > sent {
+                            // Acknowledging what was never sent is not a replica's mistake but a forgery (something
+                            // posing as a replica to make durable writes look acknowledged): nothing it says counts.
+                            return Err(format!(
+                                "acknowledged LSN {} but only {sent} was sent on this link: dropped (not a genuine replica?)",
+                                received.max(fsynced)
+                            ));
+                        }
                         shared.replication.update_downstream(id, |d| {
                             d.received = d.received.max(received);
                             d.fsynced = d.fsynced.max(fsynced);
