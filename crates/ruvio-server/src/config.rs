@@ -66,6 +66,9 @@ pub struct Config {
     pub durability_timeout: u64,
     /// Bytes of recent write-log records kept in memory for consumers that fall behind (replicas resuming).
     pub repl_backlog_size: u64,
+    /// `repl-timeout`, seconds: a replica link that takes no part of a snapshot, or sends no acknowledgement, for
+    /// this long is dropped (Redis's name and default).
+    pub repl_timeout: u64,
     pub aof_load_truncated: bool,
     pub save: String,
     pub output_normal: OutputLimit,
@@ -127,6 +130,7 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             repl_backlog_size: 1024 * 1024,
+            repl_timeout: 60,
             replicaof: String::new(),
             durability_timeout: 5000,
             min_replicas_to_write: 0,
@@ -210,6 +214,11 @@ pub struct Param {
 pub const MAX_PROTO_MAX_BULK_LEN: u64 = 2047 * 1024 * 1024;
 
 /// An integer within Redis's bounds for the parameter, with Redis's texts.
+/// The longest a durable write may wait for its acknowledgements (one hour). A lock grant waiting that long is
+/// undone only when the wait ends, so a larger value (`99999999999999` was accepted) would hold a lock that no
+/// client was ever told it got for as long as the value says.
+pub const MAX_DURABILITY_TIMEOUT_MS: i64 = 3_600_000;
+
 fn num_between(v: &str, lo: i64, hi: i64) -> Result<i64, String> {
     let n: i64 = num(v)?;
     if n < lo || n > hi {
@@ -304,7 +313,8 @@ pub static PARAMS: &[Param] = &[
     Param { name: "replicaof", get: |c| c.replicaof.clone(), set: |c, v| { c.replicaof = replicaof_value(v)?; Ok(()) }, mutable: false },
     Param { name: "min-replicas-to-write", get: |c| c.min_replicas_to_write.to_string(), set: |c, v| { c.min_replicas_to_write = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "min-replicas-max-lag", get: |c| c.min_replicas_max_lag.to_string(), set: |c, v| { c.min_replicas_max_lag = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
-    Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, i64::MAX)? as u64; Ok(()) }, mutable: true },
+    Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, MAX_DURABILITY_TIMEOUT_MS)? as u64; Ok(()) }, mutable: true },
+    Param { name: "repl-timeout", get: |c| c.repl_timeout.to_string(), set: |c, v| { c.repl_timeout = num_between(v, 1, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "repl-backlog-size", get: |c| c.repl_backlog_size.to_string(), set: |c, v| { c.repl_backlog_size = mem_between(v, 16 * 1024, i64::MAX as u64)?; Ok(()) }, mutable: true },
     Param { name: "auto-aof-rewrite-min-size", get: |c| c.auto_aof_rewrite_min_size.to_string(), set: |c, v| { c.auto_aof_rewrite_min_size = mem(v)?; Ok(()) }, mutable: true },
     Param { name: "aof-load-truncated", get: |c| yes_no(c.aof_load_truncated), set: |c, v| { c.aof_load_truncated = boolean(v)?; Ok(()) }, mutable: true },
