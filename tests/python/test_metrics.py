@@ -117,3 +117,9 @@ def test_coordinator_metrics_endpoint(server_factory, tmp_path) -> None:
     finally:
         stop(proc)
         log.close()
+    # Log hygiene: a clean start says nothing alarming, +monitor names the quorum, SIGTERM is acknowledged.
+    text = (tmp_path / "coordinator.log").read_text()
+    assert " WARN " not in text and " ERROR " not in text, text
+    assert f"+monitor master mymaster 127.0.0.1 {primary.port} quorum 1" in text, text
+    assert text.rstrip().endswith("received SIGTERM, shutting down"), text
+    assert proc.returncode == 0

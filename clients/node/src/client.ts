@@ -25,6 +25,25 @@ export interface LockInfo {
   waiters: number;
 }
 
+/** One lock as `LOCKS` lists it (tokens as decimal strings, like every token of this client). */
+export interface ListedLock {
+  key: string;
+  kind: "lease" | "semaphore";
+  limit: number;
+  holders: {
+    token: Token;
+    remainingMs: number;
+    /** When it was granted, Unix ms. */
+    grantedMs: number;
+    heldMs: number;
+    /** The client it was granted to (`null` when the server did not grant it since it started). */
+    clientId: number | null;
+    clientName: string | null;
+    clientAddr: string | null;
+  }[];
+  waiters: number;
+}
+
 /** Per-call options of {@link RuvioClient.sendCommand}. */
 export interface CommandOptions {
   /** Milliseconds for this command instead of the client's `commandTimeout` (0: none). */
@@ -736,6 +755,45 @@ export class RuvioClient extends EventEmitter implements AsyncDisposable {
       return { token: String(hm.token), remainingMs: Number(hm.remaining_ms) };
     });
     return { kind: m.kind as "lease" | "semaphore", limit: Number(m.limit), holders, waiters: Number(m.waiters) };
+  }
+
+  /**
+   * `LOCKS cursor [MATCH pattern] [COUNT n]`: one page of the database's locks, with each holder's token, grant time
+   * and client; continue with the returned cursor until it is `"0"` (as SCAN).
+   */
+  async locks(cursor: string | number = 0, opts: { match?: string; count?: number } = {}): Promise<{ cursor: string; locks: ListedLock[] }> {
+    const args: Arg[] = ["LOCKS", String(cursor)];
+    if (opts.match !== undefined) args.push("MATCH", opts.match);
+    if (opts.count !== undefined) args.push("COUNT", opts.count);
+    const [next, page] = (await this.sendCommand(args)) as [RespValue, RespValue[]];
+    const opt = (v: RespValue | undefined): string | null => (v === null || v === undefined ? null : String(v));
+    const locks = page.map((l) => {
+      const m = pairs(l);
+      const holders = (m.holders as RespValue[]).map((h) => {
+        const hm = pairs(h);
+        return {
+          token: String(hm.token),
+          remainingMs: Number(hm.remaining_ms),
+          grantedMs: Number(hm.granted_ms),
+          heldMs: Number(hm.held_ms),
+          clientId: hm.client_id === null || hm.client_id === undefined ? null : Number(hm.client_id),
+          clientName: opt(hm.client_name),
+          clientAddr: opt(hm.client_addr),
+        };
+      });
+      return { key: String(m.key), kind: m.kind as "lease" | "semaphore", limit: Number(m.limit), holders, waiters: Number(m.waiters) };
+    });
+    return { cursor: String(next), locks };
+  }
+
+  /** Every lock (matching `opts.match`), iterating `LOCKS` to the end. */
+  async *scanLocks(opts: { match?: string; count?: number } = {}): AsyncGenerator<ListedLock> {
+    let cursor = "0";
+    do {
+      const page = await this.locks(cursor, opts);
+      yield* page.locks;
+      cursor = page.cursor;
+    } while (cursor !== "0");
   }
 
   /**

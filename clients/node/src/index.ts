@@ -4,7 +4,7 @@
  */
 import "./dispose.js";
 export { Batch, createClient, RuvioClient, Pipeline, Transaction } from "./client.js";
-export type { CommandOptions, LockInfo, PipelineResult, Token } from "./client.js";
+export type { CommandOptions, ListedLock, LockInfo, PipelineResult, Token } from "./client.js";
 export { LockHandle } from "./lock.js";
 export type { AcquireOptions } from "./lock.js";
 export type { Address, ClientOptions } from "./options.js";

@@ -350,14 +350,14 @@ pub async fn leader_loop(co: Arc<Coordinator>) {
         for gc in co.cfg.groups.clone() {
             let Some(g) = cluster.groups.get(&gc.name).cloned() else {
                 let primary = format!("{}:{}", gc.ip, gc.port);
-                let cmd = Command::AddGroup { name: gc.name.clone(), primary, durability_n: gc.durability_replicas };
+                let cmd = Command::AddGroup { name: gc.name.clone(), primary, durability_n: gc.durability_replicas, quorum: gc.quorum as u32 };
                 if let Err(e) = co.propose(cmd).await {
                     tracing::warn!("recording group {}: {e}", gc.name);
                 }
                 continue;
             };
             if g.durability_n != gc.durability_replicas {
-                let cmd = Command::AddGroup { name: gc.name.clone(), primary: g.primary.clone(), durability_n: gc.durability_replicas };
+                let cmd = Command::AddGroup { name: gc.name.clone(), primary: g.primary.clone(), durability_n: gc.durability_replicas, quorum: gc.quorum as u32 };
                 let _ = co.propose(cmd).await;
             }
             if let Err(e) = leader_group_tick(&co, &gc, &g).await {

@@ -61,7 +61,14 @@ pub struct ClusterState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Command {
     /// Starts monitoring a group from the configuration (ignored if it exists).
-    AddGroup { name: String, primary: String, durability_n: u32 },
+    AddGroup {
+        name: String,
+        primary: String,
+        durability_n: u32,
+        /// The configured quorum, for the `+monitor` event (0 in entries written before it was recorded).
+        #[serde(default)]
+        quorum: u32,
+    },
     /// Replicas discovered; `durable` are replicas that caught up and join D.
     AddReplicas { name: String, replicas: Vec<String>, durable: Vec<String> },
     /// Raises the epoch for a failover away from `from` (refused if `from` is no longer the primary).
@@ -115,7 +122,7 @@ impl ClusterState {
         let ok = |epoch: u64, m: &str| Response { ok: true, epoch, message: m.to_string() };
         let refuse = |epoch: u64, m: String| Response { ok: false, epoch, message: m };
         match cmd {
-            Command::AddGroup { name, primary, durability_n } => {
+            Command::AddGroup { name, primary, durability_n, quorum } => {
                 if let Some(g) = self.groups.get_mut(name) {
                     // The durability level follows the configuration; everything else is the agreed state.
                     g.durability_n = *durability_n;
@@ -125,7 +132,9 @@ impl ClusterState {
                     name.clone(),
                     Group { name: name.clone(), primary: primary.clone(), durability_n: *durability_n, ..Default::default() },
                 );
-                events.push(Event { channel: "+monitor", message: format!("{} quorum", instance_desc("master", primary, name, primary)) });
+                // As Sentinel's `+monitor master <name> <ip> <port> quorum <n>`.
+                let q = if *quorum > 0 { format!(" {quorum}") } else { String::new() };
+                events.push(Event { channel: "+monitor", message: format!("{} quorum{q}", instance_desc("master", primary, name, primary)) });
                 ok(0, "added")
             }
             Command::AddReplicas { name, replicas, durable } => {
@@ -247,7 +256,7 @@ mod tests {
     fn failover_raises_epoch_and_swaps_roles() {
         let mut s = ClusterState::default();
         let mut ev = Vec::new();
-        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 0 }, &mut ev);
+        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 0, quorum: 2 }, &mut ev);
         s.apply(&Command::AddReplicas { name: "m".into(), replicas: vec!["h:2".into(), "h:3".into()], durable: vec![] }, &mut ev);
         let r = s.apply(&Command::BeginFailover { name: "m".into(), from: "h:1".into(), min_epoch: 5, reason: "odown".into(), now_ms: 1 }, &mut ev);
         assert!(r.ok);
@@ -297,7 +306,7 @@ mod tests {
 
     fn group_at(epoch: u64) -> ClusterState {
         let mut s = ClusterState::default();
-        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 1 }, &mut Vec::new());
+        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 1, quorum: 2 }, &mut Vec::new());
         s.groups.get_mut("m").unwrap().epoch = epoch;
         s
     }

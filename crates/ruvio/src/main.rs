@@ -144,7 +144,23 @@ fn run_coordinator(a: &CoordinatorArgs) -> ExitCode {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("tokio runtime");
-    match runtime.block_on(ruvio_coordinator::run(config)) {
+    // SIGTERM/SIGINT end the coordinator with a line in its log (its state is in raft's log on disk, so there is
+    // nothing to flush); without this it would vanish without a word.
+    let stopped = runtime.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            r = ruvio_coordinator::run(config) => r,
+            _ = term.recv() => {
+                tracing::info!("received SIGTERM, shutting down");
+                Ok(())
+            }
+            _ = tokio::signal::ctrl_c() => {
+                tracing::info!("received SIGINT, shutting down");
+                Ok(())
+            }
+        }
+    });
+    match stopped {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("ruvio coordinator: {e}");

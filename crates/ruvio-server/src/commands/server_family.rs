@@ -23,7 +23,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: COMMAND_SUBCOMMANDS },
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
     CommandSpec { name: "slowlog", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for slow log commands.", handler: container_help, subcommands: SLOWLOG_SUBCOMMANDS },
-    CommandSpec { name: "latency", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for latency diagnostics commands.", handler: container_help, subcommands: LATENCY_SUBCOMMANDS },
+    CommandSpec { name: "latency", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for latency diagnostics commands.", handler: container_help, subcommands: LATENCY_SUBCOMMANDS },
     cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI | NOSCRIPT, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
     cmd!("cluster", -2, 0, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
     cmd!("readonly", 1, FAST | LOADING | STALE, "Enables read-only queries for a connection to a Redis Cluster replica node (cluster support is disabled).", cluster_disabled),
