@@ -281,7 +281,7 @@ mod tests {
     fn finish_only_to_a_known_replica_that_promised() {
         let mut s = ClusterState::default();
         let mut ev = Vec::new();
-        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 1 }, &mut ev);
+        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 1, quorum: 2 }, &mut ev);
         s.apply(&Command::AddReplicas { name: "m".into(), replicas: vec!["h:2".into()], durable: vec!["h:2".into()] }, &mut ev);
         let e = begin(&mut s, 0).epoch;
         let finish = |s: &mut ClusterState, to: &str, forced: bool| {
