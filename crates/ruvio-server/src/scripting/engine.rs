@@ -264,12 +264,10 @@ impl Engine {
     /// first; the live libraries change only once all of them loaded and none conflicts.
     pub fn restore_libraries(&mut self, libs: &[Bytes], policy: super::functions::RestorePolicy) -> Result<(), Value> {
         let mut scratch = super::functions::Registry::default();
-        self.with_load_deadline(|e| {
-            for code in libs {
-                scratch.load_library(&e.lua, &e.bridge, code, false)?;
-            }
-            Ok::<(), Value>(())
-        })?;
+        for code in libs {
+            // Each library gets the deadline FUNCTION LOAD would give it.
+            self.with_load_deadline(|e| scratch.load_library(&e.lua, &e.bridge, code, false))?;
+        }
         self.functions.merge_restored(scratch, policy)?;
         self.library_changes.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -404,13 +402,13 @@ impl Engine {
             self.bridge.raw_set("fargs", LuaValue::Nil)?;
             self.bridge.raw_set("ARGV", LuaValue::Nil)?;
             let resp: u8 = self.bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
-            self.settle_after_run();
             match result {
                 Ok((true, v)) => Ok(lua_to_reply(&v, resp)),
                 Ok((false, err)) => Ok(format_error(&err, &name)),
                 Err(e) => Ok(script_runtime_error(&name, &lua_error_text(&e))),
             }
         })();
+        self.settle_after_run();
         outcome.unwrap_or_else(|e| script_runtime_error(&name, &lua_error_text(&e)))
     }
 }
