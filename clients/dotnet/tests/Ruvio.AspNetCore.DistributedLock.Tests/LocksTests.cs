@@ -73,13 +73,14 @@ public sealed class LocksTests : IClassFixture<RuvioFixture>
         await using var sp = Services(_f.Server, prefix);
         var locks = sp.GetRequiredService<IRuvioLocks>();
         var first = await locks.TryAcquireAsync("job", lease: TimeSpan.FromSeconds(10));
-        var second = locks.TryAcquireAsync("job", lease: TimeSpan.FromMilliseconds(900), wait: TimeSpan.FromSeconds(10));
-        await Task.Delay(2000);
+        // A 2 s lease (renewed every 667 ms: shorter ones lose renewals on this loaded machine), granted after 3 s.
+        var second = locks.TryAcquireAsync("job", lease: TimeSpan.FromMilliseconds(2000), wait: TimeSpan.FromSeconds(10));
+        await Task.Delay(3000);
         await first!.ReleaseAsync();
         await using var got = await second;
         Assert.NotNull(got);
-        await Task.Delay(2000); // two leases: it had to be renewed, and it was
-        Assert.False(got!.LockLost.IsCancellationRequested, "a held lock was reported lost");
+        await Task.Delay(2500); // more than a lease: it had to be renewed, and it was
+        Assert.False(got!.LockLost.IsCancellationRequested, $"a held lock was reported lost: {got.LostReason}");
         var info = await (await locks.GetDatabaseAsync()).LockInfoAsync(prefix + "job");
         Assert.Equal(got.Token, Assert.Single(info!.Holders).Token);
     }
