@@ -52,6 +52,20 @@ done
 symbols="$(unzip -l "$work/feed/Ruvio.Client.$version.snupkg")"
 grep -q "lib/net10.0/Ruvio.Client.pdb" <<<"$symbols" || fail "the .snupkg lacks lib/net10.0/Ruvio.Client.pdb"
 echo "packed $(basename "$nupkg") (README, XML docs) and its .snupkg"
+# The ASP.NET Core package (issue 32) is packed by the same command: its README, XML docs and symbols, and it
+# depends on Ruvio.Client and the ASP.NET Core shared framework only.
+aspnet="$work/feed/Ruvio.AspNetCore.DistributedLock.$version.nupkg"
+[ -f "$aspnet" ] || fail "dotnet pack produced no Ruvio.AspNetCore.DistributedLock.$version.nupkg"
+[ -f "$work/feed/Ruvio.AspNetCore.DistributedLock.$version.snupkg" ] || fail "no symbols package Ruvio.AspNetCore.DistributedLock.$version.snupkg"
+listing="$(unzip -l "$aspnet")"
+for f in README.md lib/net10.0/Ruvio.AspNetCore.DistributedLock.dll lib/net10.0/Ruvio.AspNetCore.DistributedLock.xml; do
+  grep -q " $f\$" <<<"$listing" || fail "$aspnet lacks $f"
+done
+nuspec="$(unzip -p "$aspnet" Ruvio.AspNetCore.DistributedLock.nuspec)"
+grep -q '<dependency id="Ruvio.Client" version="'"$version"'"' <<<"$nuspec" || fail "$aspnet does not depend on Ruvio.Client $version"
+grep -q '<frameworkReference name="Microsoft.AspNetCore.App"' <<<"$nuspec" || fail "$aspnet lacks its Microsoft.AspNetCore.App framework reference"
+[ "$(grep -c '<dependency ' <<<"$nuspec")" -eq 1 ] || fail "$aspnet depends on more than Ruvio.Client"
+echo "packed $(basename "$aspnet") (README, XML docs, depends on Ruvio.Client and Microsoft.AspNetCore.App only) and its .snupkg"
 
 echo "== a fresh project restores Ruvio.Client $version from a folder feed and runs the post's snippets"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"

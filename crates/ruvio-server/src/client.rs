@@ -58,6 +58,24 @@ impl Outbox {
     }
 }
 
+/// A lock grant made for a durable connection (`CLIENT DURABILITY REPLICAS n`): undone if the command it came
+/// from (LEASE, SEMAPHORE, an EXEC or a script that granted) is not acknowledged by the replicas in time.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub db: usize,
+    pub key: Bytes,
+    pub token: i64,
+}
+
+/// What a durable connection's current command did, which decides its durable wait: whether it logged anything, and
+/// the lock grants to undo if that is not acknowledged in time. Kept in [`ClientInfo`] because a script reports
+/// here from the thread it runs on, with a client state of its own.
+#[derive(Debug, Default)]
+pub struct DurablePending {
+    pub wrote: bool,
+    pub grants: Vec<Grant>,
+}
+
 /// The parts of a client that other tasks can see.
 pub struct ClientInfo {
     pub id: u64,
@@ -80,6 +98,8 @@ pub struct ClientInfo {
     killed: AtomicBool,
     pub kill_notify: Notify,
     pub outbox: Outbox,
+    /// Filled only on a durable connection; taken by its durable wait after each command.
+    pub durable: Mutex<DurablePending>,
 }
 
 impl ClientInfo {
@@ -103,6 +123,7 @@ impl ClientInfo {
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
             outbox: Outbox::default(),
+            durable: Mutex::new(DurablePending::default()),
         }
     }
 
@@ -196,6 +217,9 @@ pub struct ClientState {
     pub extra_replies: Vec<ruvio_protocol::Value>,
     /// `CLIENT DURABILITY REPLICAS n`: each write is answered once n replicas (and this node) fsynced it.
     pub durability_replicas: usize,
+    /// On a durable connection, the lock a blocked LEASE/SEMAPHORE ... WAIT waits for (database, key): the grant it
+    /// receives is one to undo if it is not acknowledged in time.
+    pub lock_wait: Option<(usize, Bytes)>,
     /// Set by PSYNC: the connection becomes a replication link once this command's batch is done.
     pub handover: Option<Handover>,
 }
@@ -217,6 +241,7 @@ impl ClientState {
             close_without_reply: false,
             extra_replies: Vec::new(),
             durability_replicas: 0,
+            lock_wait: None,
             handover: None,
         }
     }
@@ -227,5 +252,14 @@ impl ClientState {
 
     pub fn id(&self) -> u64 {
         self.info.id
+    }
+
+    /// On a durable connection: this command granted `token` on `key` (database `db`).
+    pub fn note_durable_grant(&self, db: usize, key: Bytes, token: i64) {
+        if self.durability_replicas > 0 {
+            let mut d = self.info.durable.lock();
+            d.wrote = true;
+            d.grants.push(Grant { db, key, token });
+        }
     }
 }

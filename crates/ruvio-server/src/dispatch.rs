@@ -70,6 +70,11 @@ fn execute_resolved<'g>(
         if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
             return (Value::error(ERR_LOADING), None);
         }
+        // maxmemory with noeviction: commands that may grow memory are refused (queued in MULTI too, as Redis
+        // does: EXEC then fails); reads, deletes and releases still run, so memory can come down.
+        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
+            return refuse(caller, client, Value::error(ERR_OOM));
+        }
         if spec.has(flags::WRITE) {
             if shared.replication.is_replica() {
                 return refuse(caller, client, Value::error(ERR_READONLY));
@@ -77,8 +82,9 @@ fn execute_resolved<'g>(
             if !shared.replication.enough_good_replicas() {
                 return refuse(caller, client, Value::error(ERR_NOREPLICAS));
             }
-            if client.durability_replicas > 0 && client.multi.is_none() && shared.replication.online_durable_replicas() < client.durability_replicas {
+            if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
                 // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
+                // Inside MULTI this makes EXEC fail, as Redis's min-replicas-to-write does; EXEC checks again.
                 return refuse(caller, client, Value::error(ERR_NOREPLICAS));
             }
             if let Some(reason) = shared.aof.write_error() {
@@ -103,7 +109,7 @@ fn execute_resolved<'g>(
             return (Value::simple("QUEUED"), None);
         }
     }
-    let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client, execute);
+    let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client, caller, execute);
     let reply = commands::call(&mut ctx);
     let block = if is_client { ctx.block.take() } else { None };
     (reply, block)

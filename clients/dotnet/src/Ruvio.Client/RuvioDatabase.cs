@@ -291,7 +291,21 @@ public sealed class RuvioDatabase
                 ? await LeaseAsync(key, ttlMs, Ms(w, "Wait"), cancellationToken).ConfigureAwait(false)
                 : await LeaseAsync(key, ttlMs, cancellationToken).ConfigureAwait(false);
         if (token is not long t) return null;
-        // With WAIT the grant comes later than the send: a deadline counted from the send is on the safe side.
+        // With WAIT the grant comes later than the send: a deadline counted from the send is on the safe side, but
+        // after a wait longer than the lease it is already past, and the lock would be reported lost at once. A
+        // RENEW sent now (it answers 1 only while the token holds the lock) gives a recent send to count from.
+        if (options.Wait is not null && Stopwatch.GetTimestamp() - sentAt > ttlMs * Stopwatch.Frequency / 3000)
+        {
+            var renewSentAt = Stopwatch.GetTimestamp();
+            try
+            {
+                if (await RenewAsync(key, t, ttlMs, CancellationToken.None).ConfigureAwait(false) == 1) sentAt = renewSentAt;
+            }
+            catch (RuvioException)
+            {
+                // Keep the send's instant: the lock helper reports the loss if no later renewal succeeds.
+            }
+        }
         return new RuvioLock(this, key, t, ttlMs, sentAt, options);
     }
 

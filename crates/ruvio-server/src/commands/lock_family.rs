@@ -12,7 +12,7 @@ use super::flags::*;
 use ruvio_protocol::lock_args::{self, LockArgError, LockCommand};
 
 use super::{eq_ic, int_arg, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
-use super::context::Ctx;
+use super::context::{Caller, Ctx};
 use crate::blocking::Block;
 use crate::locks::engine::{self, LockError};
 use crate::locks::{replay, Want};
@@ -27,10 +27,10 @@ macro_rules! cmd {
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("lease", -3, WRITE | DENYOOM | FAST | BLOCKING, (1, 1, 1), "Takes a single-holder lock with a TTL and returns its fencing token, or nil when it is held.", lease),
-    cmd!("renew", 4, WRITE | FAST, (1, 1, 1), "Moves the deadline of a lock held with the given token.", renew),
-    cmd!("release", 3, WRITE | FAST, (1, 1, 1), "Releases a lock (or semaphore slot) held with the given token.", release),
+    cmd!("renew", 4, WRITE | FAST | TOKEN_ARG, (1, 1, 1), "Moves the deadline of a lock held with the given token.", renew),
+    cmd!("release", 3, WRITE | FAST | TOKEN_ARG, (1, 1, 1), "Releases a lock (or semaphore slot) held with the given token.", release),
     cmd!("semaphore", -4, WRITE | DENYOOM | FAST | BLOCKING, (1, 1, 1), "Takes one of N slots of a semaphore with its own TTL and fencing token, or nil when all are taken.", semaphore),
-    cmd!("ifgt", -4, WRITE | DENYOOM, (1, 1, 1), "Writes a string value only if no higher fencing token has written the key.", ifgt),
+    cmd!("ifgt", -4, WRITE | DENYOOM | TOKEN_ARG, (1, 1, 1), "Writes a string value only if no higher fencing token has written the key.", ifgt),
     cmd!("lockinfo", 2, READONLY | FAST, (1, 1, 1), "Shows a lock's kind, limit, holders with their tokens and remaining time, and waiters.", lockinfo),
     cmd!("lockset", 6, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a lock holder with explicit token and wall-clock deadline.", lockset),
     cmd!("lockdrop", 3, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a lock holder is gone.", lockdrop),
@@ -62,9 +62,16 @@ fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>
     let granted = engine::acquire(ctx.store(), db, &key, want, ttl_ms, now);
     match granted {
         Err(e) => e.reply(),
-        Ok(Some(token)) => Value::Integer(token),
+        Ok(Some(token)) => {
+            ctx.client.note_durable_grant(db, key, token);
+            token_value(ctx, token)
+        }
         Ok(None) => match wait {
             Some(timeout) if !ctx.in_exec => {
+                if ctx.client.durability_replicas > 0 {
+                    // The grant arrives later, made by whoever frees the lock: the connection records it then.
+                    ctx.client.lock_wait = Some((db, key.clone()));
+                }
                 let (tx, rx) = tokio::sync::oneshot::channel();
                 let id = engine::enqueue_waiter(ctx.store(), db, &key, want, ttl_ms, tx);
                 let shared: Arc<Shared> = ctx.shared.clone();
@@ -92,6 +99,18 @@ fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>
             }
             _ => Value::Nil,
         },
+    }
+}
+
+/// A fencing token as the caller gets it: an integer, except in a script, where it is an exact decimal string.
+/// Lua 5.1 numbers are doubles, and every token of epoch 1 and above is beyond 2^53, where a double rounds it (two
+/// tokens could become one value, and a stale holder's fenced write would pass). Scripts pass the string back as it
+/// is; see `script_host` for tokens passed as numbers.
+fn token_value(ctx: &Ctx, token: i64) -> Value {
+    if ctx.caller == Caller::Script {
+        Value::bulk(bytes::Bytes::from(token.to_string()))
+    } else {
+        Value::Integer(token)
     }
 }
 
@@ -148,7 +167,7 @@ fn lockinfo(ctx: &mut Ctx) -> Value {
         .iter()
         .map(|h| {
             Value::Map(vec![
-                (Value::bulk_str("token"), Value::Integer(h.token)),
+                (Value::bulk_str("token"), token_value(ctx, h.token)),
                 (Value::bulk_str("remaining_ms"), Value::Integer(h.remaining_ms as i64)),
             ])
         })

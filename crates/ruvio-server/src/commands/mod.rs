@@ -52,6 +52,16 @@ pub mod flags {
     pub const STALE: u32 = 1 << 12;
     /// A write-log record (LOCKSET, ...): sent by persistence replay and replication, not by applications.
     pub const INTERNAL: u32 = 1 << 13;
+    /// May not be called from a script (Redis's `noscript`): scripting itself, transactions, subscriptions,
+    /// connection state, persistence and replication control (a REPLICAOF inside a script would make a replica
+    /// log a record of its own), CONFIG, SHUTDOWN, WAIT.
+    pub const NOSCRIPT: u32 = 1 << 14;
+    /// Argument 2 is a fencing token (RENEW, RELEASE, IFGT). A script may pass it as a string or as a Lua number
+    /// below 2^53; a larger Lua number is refused, since a double that large may already be another token rounded
+    /// (`script_host`). Not shown by COMMAND.
+    pub const TOKEN_ARG: u32 = 1 << 15;
+    /// Where [`TOKEN_ARG`] is.
+    pub const TOKEN_ARG_INDEX: usize = 2;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -65,6 +75,7 @@ pub mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (NO_MULTI, "no_multi"),
+        (NOSCRIPT, "noscript"),
     ];
 }
 
@@ -304,6 +315,9 @@ pub fn call(ctx: &mut Ctx) -> Value {
     } else {
         0
     };
+    // A durable connection's wait depends on whether the command logged anything (EXEC and scripts included): its
+    // staged records are counted before and after. Nothing commits the log while one command runs.
+    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay).then(|| ctx.store().log.len());
     let reply = (ctx.spec.handler)(ctx);
     if ctx.is_locked() {
         let now = ctx.now;
@@ -331,6 +345,10 @@ pub fn call(ctx: &mut Ctx) -> Value {
         }
         // Lock waiters the command made room for (DEL, FLUSH, expiry) are granted after its record.
         shared.after_command(store, now);
+        let logged = durable_log_before.is_some_and(|before| store.log.len() > before);
+        if logged {
+            ctx.client.info.durable.lock().wrote = true;
+        }
     }
     reply
 }

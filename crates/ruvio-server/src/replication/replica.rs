@@ -194,8 +194,20 @@ async fn receive_file(rd: &mut OwnedReadHalf, buf: &mut BytesMut, path: &Path, s
     Ok(())
 }
 
-/// Replaces this node's data with the primary's snapshot of LSN `lsn` (clients get -LOADING meanwhile).
+/// Replaces this node's data with the primary's snapshot of LSN `lsn` (clients get -LOADING meanwhile). The
+/// snapshot is checked completely first, changing nothing: a damaged, truncated or foreign one leaves this node
+/// serving the data it had, with its files (which describe that data) untouched; the link then starts over.
 fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Result<(), String> {
+    let checked = crate::persistence::loader::check_snapshot(shared, path).and_then(|(snap_lsn, _, _)| {
+        if snap_lsn != lsn {
+            return Err(format!("the snapshot is of LSN {snap_lsn}, the primary announced {lsn}"));
+        }
+        Ok(())
+    });
+    if let Err(e) = checked {
+        let _ = std::fs::remove_file(path);
+        return Err(format!("refused the primary's snapshot, keeping this node's data: {e}"));
+    }
     shared.loading.store(true, std::sync::atomic::Ordering::Release);
     let result = (|| {
         {
@@ -204,10 +216,7 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Res
             store.log.clear();
             store.locks.tokens.set_epoch(epoch);
         }
-        let (snap_lsn, _keys, _size) = crate::persistence::loader::load_snapshot(shared, path, crate::persistence::loader::Clock::Primary)?;
-        if snap_lsn != lsn {
-            return Err(format!("the snapshot is of LSN {snap_lsn}, the primary announced {lsn}"));
-        }
+        crate::persistence::loader::load_snapshot(shared, path, crate::persistence::loader::Clock::Primary)?;
         {
             let mut store = shared.store.lock();
             store.log.clear();
@@ -215,6 +224,11 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Res
         }
         crate::persistence::writer::install_base(shared, path, lsn)
     })();
+    if result.is_err() {
+        // Past the check (the disk failed us, or a function library did not load): memory no longer matches this
+        // node's history, so the next sync must be a snapshot, never a resume.
+        shared.replication.forget_history();
+    }
     shared.loading.store(false, std::sync::atomic::Ordering::Release);
     result
 }
