@@ -49,7 +49,8 @@ listing="$(unzip -l "$nupkg")"
 for f in README.md lib/net10.0/Ruvio.Client.dll lib/net10.0/Ruvio.Client.xml; do
   grep -q " $f\$" <<<"$listing" || fail "$nupkg lacks $f"
 done
-unzip -l "$work/feed/Ruvio.Client.$version.snupkg" | grep -q "Ruvio.Client.pdb" || fail "the .snupkg lacks Ruvio.Client.pdb"
+symbols="$(unzip -l "$work/feed/Ruvio.Client.$version.snupkg")"
+grep -q "lib/net10.0/Ruvio.Client.pdb" <<<"$symbols" || fail "the .snupkg lacks lib/net10.0/Ruvio.Client.pdb"
 echo "packed $(basename "$nupkg") (README, XML docs) and its .snupkg"
 # The ASP.NET Core package (issue 32) is packed by the same command: its README, XML docs and symbols, and it
 # depends on Ruvio.Client and the ASP.NET Core shared framework only.

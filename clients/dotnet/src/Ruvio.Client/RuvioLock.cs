@@ -290,9 +290,9 @@ internal sealed class RuvioLock : IRuvioLock
         {
             await ReleaseAsync().ConfigureAwait(false);
         }
-        catch (RuvioException)
+        catch (Exception e) when (e is RuvioException or ObjectDisposedException or OperationCanceledException)
         {
-            // Disposal must not throw: an unreleased lock expires at its TTL.
+            // Disposal must not throw (the connection may be gone already): an unreleased lock expires at its TTL.
         }
     }
 }

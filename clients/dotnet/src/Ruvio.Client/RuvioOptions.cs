@@ -83,8 +83,11 @@ public sealed class RuvioOptions
     /// <summary>Most dedicated connections for blocking commands (<c>LEASE ... WAIT</c>) open at once. Default 64.</summary>
     public int MaxBlockingConnections { get; set; } = 64;
 
-    /// <summary>Idle dedicated connections kept open for reuse. Default 4.</summary>
-    public int IdleBlockingConnections { get; set; } = 4;
+    /// <summary>
+    /// Idle dedicated connections kept open for reuse. Default 32: callers queueing on a busy lock take one each, and
+    /// opening a connection (TCP + handshake) costs far more than the hand-over it serves.
+    /// </summary>
+    public int IdleBlockingConnections { get; set; } = 32;
 
     /// <summary>Longest pause between reconnect attempts (the pause doubles from 50 ms up to this). Default 2 s.</summary>
     public TimeSpan ReconnectMaxDelay { get; set; } = TimeSpan.FromSeconds(2);
