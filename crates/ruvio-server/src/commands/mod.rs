@@ -5,10 +5,15 @@
 //! The table drives dispatch, arity errors, authentication and subscribed-mode rules, MULTI queueing, COMMAND
 //! output and which commands reach the write log. Adding a command means one entry plus its handler.
 
+pub mod blocking_family;
 pub mod connection_family;
 pub mod context;
 pub mod generic_family;
 pub mod hash_family;
+pub mod list_family;
+pub mod set_family;
+pub mod bitmap_family;
+pub mod zset_family;
 pub mod info;
 pub mod lock_family;
 pub mod object_family;
@@ -115,7 +120,7 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 12] {
+pub fn families() -> [&'static [CommandSpec]; 16] {
     [
         connection_family::COMMANDS,
         generic_family::COMMANDS,
@@ -127,6 +132,10 @@ pub fn families() -> [&'static [CommandSpec]; 12] {
         persistence_family::COMMANDS,
         replication_family::COMMANDS,
         hash_family::COMMANDS,
+        list_family::COMMANDS,
+        set_family::COMMANDS,
+        zset_family::COMMANDS,
+        bitmap_family::COMMANDS,
         object_family::COMMANDS,
         scripting_family::COMMANDS,
     ]
@@ -313,6 +322,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let propagate = std::mem::replace(&mut ctx.propagate, context::Propagate::AsIs);
         let shared = ctx.shared;
         let spec = ctx.spec;
+        let ctx_in_exec = ctx.in_exec;
         let store = ctx.store();
         store.set_now(now);
         // Expiries and lock changes the command caused go to the log first: `INCR` of an expired key must replay as
@@ -324,6 +334,16 @@ pub fn call(ctx: &mut Ctx) -> Value {
                 context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),
                 context::Propagate::Nothing => {}
             }
+        }
+        if write && !store.waiters.is_empty() {
+            // Clients blocked on a key this write touched are served once the command (the transaction, the
+            // script) is over, after its record.
+            for i in spec.key_indexes(args.len()) {
+                store.waiters.touched(db, &args[i]);
+            }
+        }
+        if !ctx_in_exec && !store.waiters.ready.is_empty() {
+            blocking_family::serve_ready(store);
         }
         if write {
             // A write that replaced a lock (SET over a lease) must not leave its waiters hanging.

@@ -46,6 +46,9 @@ fn encoding(ctx: &mut Ctx) -> Value {
     let name = match &e.data {
         Data::Str(s) => string_encoding(s),
         Data::Hash(h) => h.encoding(),
+        Data::List(_) => "quicklist",
+        Data::Set(s) => s.encoding(),
+        Data::ZSet(z) => z.encoding(),
         Data::Lease(_) => "lease",
         Data::Semaphore(_) => "semaphore",
     };

@@ -4,10 +4,11 @@
 use std::io::{self, Read};
 
 pub const MAGIC: &[u8; 8] = b"RUVIOAOF";
-/// The version this build writes. 2 added hashes (the HSET family in logs, key records of type 3 in snapshots); a
-/// version 1 file is a valid version 2 file, so both are read. Older builds refuse version 2 files instead of
-/// loading a data set they cannot represent.
-pub const VERSION: u16 = 2;
+/// The version this build writes. 2 added hashes (the HSET family in logs, key records of type 3 in snapshots), 3
+/// lists, sets and sorted sets (their commands in logs, key records of types 4, 5 and 6); each version's files are
+/// valid files of the next, so all are read. Older builds refuse newer files instead of loading a data set they
+/// cannot represent.
+pub const VERSION: u16 = 3;
 /// The oldest version this build reads.
 pub const MIN_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 32;

@@ -1,0 +1,5 @@
+//! Bitmap commands on strings.
+
+use super::CommandSpec;
+
+pub static COMMANDS: &[CommandSpec] = &[];
