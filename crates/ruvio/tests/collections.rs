@@ -206,3 +206,42 @@ fn a_replica_receives_collections_by_snapshot_and_stream_including_served_blocke
     let _ = std::fs::remove_dir_all(&pd);
     let _ = std::fs::remove_dir_all(&rd);
 }
+
+/// Files written by a build of format version 2 (strings, hashes, locks; no collections) still load: the data files
+/// of a server are rewritten with a version 2 header (and its CRC), as the previous build wrote them.
+#[test]
+fn files_of_format_version_2_still_load() {
+    let dir = temp_dir("collections-v2-files");
+    let mut server = start(&dir, &["--appendfsync", "always"]);
+    {
+        let mut c = server.conn();
+        assert!(is_ok(&c.cmd(&["SET", "s", "v"])));
+        assert_eq!(c.cmd(&["HSET", "h", "f", "1"]), Value::Integer(1));
+        assert!(is_ok(&c.cmd(&["SAVE"])));
+        // And one record in the log after the snapshot.
+        assert_eq!(c.cmd(&["HSET", "h", "g", "2"]), Value::Integer(1));
+    }
+    server.stop();
+    let mut patched = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        if bytes.len() < 32 || &bytes[..8] != b"RUVIOAOF" {
+            continue;
+        }
+        assert_eq!(u16::from_le_bytes([bytes[8], bytes[9]]), 3, "this build writes version 3");
+        bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+        let crc = crc32fast::hash(&bytes[..28]);
+        bytes[28..32].copy_from_slice(&crc.to_le_bytes());
+        std::fs::write(&path, bytes).unwrap();
+        patched += 1;
+    }
+    assert!(patched >= 2, "a snapshot and a log file");
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert_eq!(bulk(&c.cmd(&["GET", "s"])).as_deref(), Some("v"));
+    assert_eq!(c.cmd(&["HLEN", "h"]), Value::Integer(2));
+    drop(c);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

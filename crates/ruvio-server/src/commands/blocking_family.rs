@@ -48,6 +48,7 @@ fn block_on(ctx: &mut Ctx, keys: Vec<Bytes>, op: WaitOp, timeout: Option<Duratio
     let resp3 = ctx.client.proto == Protocol::Resp3;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let id = ctx.store().waiters.add(KeyWaiter { db, keys, op, resp3, tx });
+    ctx.client.info.unblockable.store(true, std::sync::atomic::Ordering::Relaxed);
     ctx.block = Some(Block {
         rx,
         timeout,

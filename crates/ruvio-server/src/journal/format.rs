@@ -409,7 +409,7 @@ mod tests {
     fn version_1_files_are_read_and_unknown_versions_refused() {
         let mut h = FileHeader { kind: FileKind::Snapshot, lsn: 9, created_wall_ms: 5 }.encode();
         assert_eq!(u16::from_le_bytes([h[8], h[9]]), VERSION);
-        for (version, ok) in [(1u16, true), (VERSION, true), (VERSION + 1, false), (0, false)] {
+        for (version, ok) in [(1u16, true), (2, true), (VERSION, true), (VERSION + 1, false), (0, false)] {
             h[8..10].copy_from_slice(&version.to_le_bytes());
             let crc = crc32fast::hash(&h[0..28]);
             h[28..32].copy_from_slice(&crc.to_le_bytes());
