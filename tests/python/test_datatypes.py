@@ -351,3 +351,33 @@ def test_blmove_and_bzpopmax_are_woken(server):
     assert out == {"move": b"b", "zpop": (b"zq", b"high", 2.0)}
     assert c.lrange("dst", 0, -1) == [b"b"] and c.lrange("src", 0, -1) == [b"a"]
     c.close()
+
+
+def test_client_unblock_ends_a_wait_with_the_timeout_reply_or_an_error(server):
+    out = {}
+
+    def waiter(name, cmd):
+        c = server.client()
+        out[name + "-id"] = c.client_id()
+        try:
+            out[name] = c.execute_command(*cmd)
+        except redis.ResponseError as e:
+            out[name] = str(e)
+        c.close()
+
+    t = threading.Thread(target=waiter, args=("a", ("BLPOP", "nothing", "0")))
+    t.start()
+    wait_until(lambda: blocked_count(server) == 1, msg="blocked")
+    c = server.client()
+    assert c.client_unblock(out["a-id"]) == 1
+    t.join(5)
+    assert out["a"] is None
+    t = threading.Thread(target=waiter, args=("b", ("BZPOPMIN", "nothing", "0")))
+    t.start()
+    wait_until(lambda: blocked_count(server) == 1, msg="blocked")
+    assert c.client_unblock(out["b-id"], error=True) == 1
+    t.join(5)
+    assert out["b"] == "UNBLOCKED client unblocked via CLIENT UNBLOCK"
+    assert c.client_unblock(out["b-id"]) == 0  # gone / not waiting
+    assert c.client_unblock(c.client_id()) == 0
+    c.close()
