@@ -56,7 +56,7 @@ fi
 WORK="$(mktemp -d /tmp/redis-suite.XXXXXX)"
 SERVER_PID=""
 cleanup() {
-  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  if [ -n "$SERVER_PID" ]; then kill -9 "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -83,7 +83,14 @@ start_server() {
 }
 
 stop_server() {
+  # A unit can leave a script looping (the busy-script tests): a server that does not stop on SIGTERM within 5 s
+  # is killed.
   kill "$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$SERVER_PID" 2>/dev/null || true
   wait "$SERVER_PID" 2>/dev/null || true
   SERVER_PID=""
 }

@@ -381,3 +381,47 @@ def test_client_unblock_ends_a_wait_with_the_timeout_reply_or_an_error(server):
     assert c.client_unblock(out["b-id"]) == 0  # gone / not waiting
     assert c.client_unblock(c.client_id()) == 0
     c.close()
+
+
+# ---- keyspace notifications --------------------------------------------------------------------------------------
+
+def collect(p, n, timeout=5.0):
+    """The next n pmessages as (channel, data)."""
+    out = []
+    deadline = time.monotonic() + timeout
+    while len(out) < n and time.monotonic() < deadline:
+        m = p.get_message(timeout=0.2)
+        if m and m["type"] == "pmessage":
+            out.append((m["channel"], m["data"]))
+    return out
+
+
+def test_keyspace_notifications(server):
+    c = server.client()
+    assert c.config_get("notify-keyspace-events") == {"notify-keyspace-events": ""}
+    assert err(c, "CONFIG", "SET", "notify-keyspace-events", "Q").startswith("CONFIG SET failed")
+    c.config_set("notify-keyspace-events", "KEA")
+    try:
+        assert c.config_get("notify-keyspace-events") == {"notify-keyspace-events": "AKE"}
+        sub = server.client().pubsub()
+        sub.psubscribe("__key*__:*")
+        assert sub.get_message(timeout=2)["type"] == "psubscribe"
+        c.rpush("l", "a")
+        c.lpop("l")
+        c.zadd("z", {"m": 1})
+        c.set("k", "v", px=50)
+        got = collect(sub, 10)
+        assert got[:4] == [(b"__keyspace@0__:l", b"rpush"), (b"__keyevent@0__:rpush", b"l"), (b"__keyspace@0__:l", b"lpop"), (b"__keyevent@0__:lpop", b"l")]
+        assert got[4:6] == [(b"__keyspace@0__:l", b"del"), (b"__keyevent@0__:del", b"l")]  # popped dry: deleted
+        assert got[6:8] == [(b"__keyspace@0__:z", b"zadd"), (b"__keyevent@0__:zadd", b"z")]
+        assert got[8:10] == [(b"__keyspace@0__:k", b"set"), (b"__keyevent@0__:set", b"k")]
+        assert (b"__keyevent@0__:expired", b"k") in collect(sub, 4)  # after `expire`, then on expiry
+        # Only the classes asked for: E with lists only.
+        c.config_set("notify-keyspace-events", "El")
+        c.sadd("s", "x")
+        c.rpush("l2", "x")
+        assert collect(sub, 1) == [(b"__keyevent@0__:rpush", b"l2")]
+        sub.close()
+    finally:
+        c.config_set("notify-keyspace-events", "")
+        c.close()

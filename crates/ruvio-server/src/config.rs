@@ -83,6 +83,8 @@ pub struct Config {
     pub list_compress_depth: i64,
     pub set_max_listpack_entries: usize,
     pub set_max_listpack_value: usize,
+    /// `notify-keyspace-events`, as class bits (see notify.rs).
+    pub notify_keyspace_events: u32,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms: past it, a running script makes others get -BUSY.
     pub busy_reply_threshold: u64,
 }
@@ -122,6 +124,7 @@ impl Default for Config {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             busy_reply_threshold: 5000,
+            notify_keyspace_events: 0,
             set_max_intset_entries: 512,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
@@ -294,6 +297,7 @@ pub static PARAMS: &[Param] = &[
     // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
     Param { name: "hash-max-listpack-entries", get: |c| c.hash_max_listpack_entries.to_string(), set: |c, v| { c.hash_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
     Param { name: "hash-max-listpack-value", get: |c| c.hash_max_listpack_value.to_string(), set: |c, v| { c.hash_max_listpack_value = mem_between(v, 0, i64::MAX as u64)? as usize; Ok(()) }, mutable: true },
+    Param { name: "notify-keyspace-events", get: |c| crate::notify::format(c.notify_keyspace_events), set: |c, v| { c.notify_keyspace_events = crate::notify::parse(v)?; Ok(()) }, mutable: true },
     Param { name: "set-max-intset-entries", get: |c| c.set_max_intset_entries.to_string(), set: |c, v| { c.set_max_intset_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
     Param { name: "zset-max-listpack-entries", get: |c| c.zset_max_listpack_entries.to_string(), set: |c, v| { c.zset_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
     Param { name: "zset-max-listpack-value", get: |c| c.zset_max_listpack_value.to_string(), set: |c, v| { c.zset_max_listpack_value = mem_between(v, 0, i64::MAX as u64)? as usize; Ok(()) }, mutable: true },

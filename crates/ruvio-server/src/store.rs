@@ -104,11 +104,13 @@ pub struct Store {
     pub expired_keys: u64,
     /// Clients blocked on list and sorted-set keys.
     pub waiters: KeyWaiters,
+    /// Keys expired since the last look, kept only while keyspace notifications of expiries are on (Some).
+    pub expired_notices: Option<Vec<(usize, CompactBytes)>>,
 }
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, now_wall: 0, replica: false, expired_keys: 0, waiters: KeyWaiters::default() }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, now_wall: 0, replica: false, expired_keys: 0, waiters: KeyWaiters::default(), expired_notices: None }
     }
 
     /// Who removes expired keys in every database (see [`crate::keyspace::Expiry`]).
@@ -191,6 +193,9 @@ impl Store {
             }
             for ev in self.dbs[db].take_events() {
                 self.expired_keys += 1;
+                if let Some(n) = self.expired_notices.as_mut() {
+                    n.push((db, ev.key.clone()));
+                }
                 self.log(db, vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(&ev.key)]);
                 if ev.was_lock {
                     self.locks.stats.expirations += 1;

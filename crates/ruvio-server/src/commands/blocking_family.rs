@@ -211,9 +211,11 @@ fn has_data_for(op: &WaitOp, data: Option<&Entry>) -> bool {
 
 /// Serves the clients blocked on the keys written since the last call, in arrival order per key, while each key
 /// has data. Each pop is logged as the command that replays it, then the reply is sent.
-pub fn serve_ready(store: &mut Store) {
+/// Returns the records of the pops made (for keyspace notifications).
+pub fn serve_ready(store: &mut Store) -> Vec<(usize, Vec<Bytes>)> {
     let now = crate::clock::mono_ms();
     store.set_now(now);
+    let mut served = Vec::new();
     while !store.waiters.ready.is_empty() {
         let ready = std::mem::take(&mut store.waiters.ready);
         let mut seen = hashbrown::HashSet::new();
@@ -221,12 +223,37 @@ pub fn serve_ready(store: &mut Store) {
             if !seen.insert((db, key.clone())) {
                 continue;
             }
-            serve_key(store, db, &key, now);
+            serve_key(store, db, &key, now, &mut served);
+        }
+    }
+    served
+}
+
+/// Keyspace notifications for the pops [`serve_ready`] made.
+pub fn notify_served(shared: &crate::shared::Shared, store: &mut Store, served: Vec<(usize, Vec<Bytes>)>) {
+    if served.is_empty() || shared.notify_flags.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return;
+    }
+    for (db, record) in served {
+        publish_notices(shared, store, db, crate::notify_events_of_record(&record));
+    }
+}
+
+/// Publishes `notices` (class, event, key) of database `db`, then `del` for each key the change left missing.
+pub fn publish_notices(shared: &crate::shared::Shared, store: &mut Store, db: usize, notices: Vec<(u32, &'static str, Bytes)>) {
+    for (class, event, key) in &notices {
+        shared.notify_keyspace(db, *class, event, key);
+    }
+    let mut seen = hashbrown::HashSet::new();
+    for (_, event, key) in &notices {
+        let gone_by_itself = matches!(*event, "del" | "rename_from" | "move_from" | "expire" | "persist");
+        if !gone_by_itself && seen.insert(key.clone()) && store.dbs[db].peek(key).is_none() {
+            shared.notify_keyspace(db, crate::notify::GENERIC, "del", key);
         }
     }
 }
 
-fn serve_key(store: &mut Store, db: usize, key: &Bytes, now: u64) {
+fn serve_key(store: &mut Store, db: usize, key: &Bytes, now: u64, served: &mut Vec<(usize, Vec<Bytes>)>) {
     loop {
         let Some(queue) = store.waiters.queues.get(&(db, key.clone())) else { return };
         // The first waiter in line whose kind of value this key holds.
@@ -276,7 +303,8 @@ fn serve_key(store: &mut Store, db: usize, key: &Bytes, now: u64) {
             }
         };
         if !record.is_empty() {
-            store.log(db, record);
+            store.log(db, record.clone());
+            served.push((db, record));
         }
         let _ = w.tx.send(reply);
     }

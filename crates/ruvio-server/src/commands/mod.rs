@@ -328,12 +328,25 @@ pub fn call(ctx: &mut Ctx) -> Value {
         // Expiries and lock changes the command caused go to the log first: `INCR` of an expired key must replay as
         // DEL, then INCR.
         store.settle();
-        if write && store.log_enabled && changes(store, shared) > changes_before {
+        let changed = write && changes(store, shared) > changes_before;
+        // Keyspace notifications, from the command (or, for the multi-key pops, from the pop it was logged as).
+        let notices = if changed && shared.notify_flags.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+            match &propagate {
+                context::Propagate::As(records) if spec.name.ends_with("mpop") => records.iter().flat_map(|r| crate::notify_events_of_record(r)).collect(),
+                _ => crate::notify::events_of(spec.name, args).into_iter().filter_map(|(c, e, i)| args.get(i).map(|k| (c, e, k.clone()))).collect(),
+            }
+        } else {
+            Vec::new()
+        };
+        if changed && store.log_enabled {
             match propagate {
                 context::Propagate::AsIs => store.log(db, args.to_vec()),
                 context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),
                 context::Propagate::Nothing => {}
             }
+        }
+        if !notices.is_empty() {
+            blocking_family::publish_notices(shared, store, db, notices);
         }
         if write && !store.waiters.is_empty() {
             // Clients blocked on a key this write touched are served once the command (the transaction, the
@@ -343,7 +356,8 @@ pub fn call(ctx: &mut Ctx) -> Value {
             }
         }
         if !ctx_in_exec && !store.waiters.ready.is_empty() {
-            blocking_family::serve_ready(store);
+            let served = blocking_family::serve_ready(store);
+            blocking_family::notify_served(shared, store, served);
         }
         if write {
             // A write that replaced a lock (SET over a lease) must not leave its waiters hanging.

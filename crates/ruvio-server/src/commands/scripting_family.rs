@@ -237,7 +237,8 @@ fn run_job<'g>(
         // Clients blocked on keys the script wrote are served after its records (the script may have run on the
         // script thread, where no command's end would serve them).
         if wrap && !store.waiters.ready.is_empty() {
-            super::blocking_family::serve_ready(store);
+            let served = super::blocking_family::serve_ready(store);
+            super::blocking_family::notify_served(shared, store, served);
         }
     }
     run.running.store(false, Ordering::Release);

@@ -103,7 +103,10 @@ fn config_set(ctx: &mut Ctx) -> Value {
     }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
     ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
+    let notify = next.notify_keyspace_events;
     *ctx.shared.config.write() = next;
+    let shared = ctx.shared;
+    shared.set_notify_flags(ctx.store(), notify);
     Value::ok()
 }
 
