@@ -19,6 +19,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-5}
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 if [ -n "${RUVIO_BIN:-}" ]; then RUVIO=$RUVIO_BIN; else cargo build --release -q -p ruvio; RUVIO=target/release/ruvio; fi
 cargo build --release -q -p ruvio-coordinator --example failover_time
 DRIVER=target/release/examples/failover_time

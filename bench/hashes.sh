@@ -24,6 +24,8 @@ RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=7421
 REDIS_PORT=7422
 LIMITS=(--hash-max-listpack-entries 128 --hash-max-listpack-value 64 --appendonly no)
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
 . bench/lib.sh
 bench_init

@@ -7,4 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RUVIO_KILL9_CYCLES=${1:-300}
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. scripts/lib/toolchains.sh && ruvio_cargo_source || exit 1
 exec cargo test --release -p ruvio --test persistence kill9 -- --test-threads 1 --nocapture

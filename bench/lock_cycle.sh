@@ -24,6 +24,8 @@ DRIVER=target/release/examples/lock_cycle
 RUVIO_PORT=7421
 REDIS_PORT=7422
 
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 cargo build --release -q -p ruvio
 cargo build --release -q -p ruvio-server --example lock_cycle
 . bench/lib.sh

@@ -16,6 +16,8 @@ N=${1:-200000}
 ROUNDS=${ROUNDS:-5}
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=7431; REDIS_PORT=7432; NULL_PORT=7433
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 cargo build --release -q -p ruvio
 cargo build --release -q -p ruvio-server --example null_server --example lock_cycle
 NULL=${CARGO_TARGET_DIR:-target}/release/examples/null_server

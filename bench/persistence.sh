@@ -17,6 +17,8 @@ LOCK_SECS=${2:-5}
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=${RUVIO_PORT:-7421}
 REDIS_PORT=${REDIS_PORT:-7422}
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
 cargo build --release -q -p ruvio-server --example lock_cycle
 LOCK_DRIVER=${CARGO_TARGET_DIR:-target}/release/examples/lock_cycle

@@ -24,14 +24,23 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 RUVIO_PORT=${RUVIO_PORT:-$(free_port)}
 REDIS_PORT=${REDIS_PORT:-$(free_port)}
 if [ -z "${RUVIO_BIN:-}" ]; then
+  # Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+  . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
   cargo build --release -q -p ruvio
   RUVIO_BIN=target/release/ruvio
 fi
 RUVIO=$RUVIO_BIN
 VENV=clients/python/.venv
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+# Offline machines install the vendored wheels and build the client without isolation (scripts/lib/toolchains.sh).
+. scripts/lib/toolchains.sh && ruvio_pip_source || exit 1
+no_isolation=()
+if [ "$RUVIO_PIP_OFFLINE" = 1 ]; then
+  no_isolation=(--no-build-isolation)
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q hatchling editables
+fi
 "$VENV/bin/python" -m pip install --disable-pip-version-check -q -r clients/python/requirements-bench.txt
-"$VENV/bin/python" -m pip install --disable-pip-version-check -q -e clients/python
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q "${no_isolation[@]}" -e clients/python
 DRIVER=(env PYTHONUNBUFFERED=1 "$VENV/bin/python" clients/python/bench/lock_cycle.py)
 
 . bench/lib.sh

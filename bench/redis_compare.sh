@@ -16,6 +16,8 @@ VALUE=3
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=7411
 REDIS_PORT=7412
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
 . bench/lib.sh
 bench_init

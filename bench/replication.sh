@@ -21,6 +21,8 @@ RUVIO=${RUVIO_BIN:-target/release/ruvio}
 DRIVER=target/release/examples/lock_cycle
 RP=7431; RR=7432; DP=7433; DR=7434
 
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 cargo build --release -q -p ruvio
 cargo build --release -q -p ruvio-server --example lock_cycle
 . bench/lib.sh

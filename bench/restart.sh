@@ -16,6 +16,8 @@ KEYS=${1:-1000000}
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RUVIO_PORT=${RUVIO_PORT:-7431}
 REDIS_PORT=${REDIS_PORT:-7432}
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
 cargo build --release -q -p ruvio --example latency_probe
 PROBE=${CARGO_TARGET_DIR:-target}/release/examples/latency_probe

@@ -6,8 +6,10 @@
 # Starts one ruvio (RUVIO_BIN) on a free loopback port with a fresh temporary --dir, runs every launcher
 # conformance/runners/<lang>.sh from the repository root with CONFORMANCE_DIR, RUVIO_ADDR, RUVIO_BIN and
 # CONFORMANCE_RESULTS set (conformance/README.md, section 7), and prints a table: rows are the corpus's case ids,
-# columns the languages, cells pass / FAIL / missing. Exits non-zero when any cell is FAIL or missing, when a
-# launcher exits non-zero, when a runner reports a case the corpus does not have, or when there is no launcher.
+# columns the languages, cells pass / FAIL / missing. A language whose toolchain or registry this kind of machine
+# does not have (scripts/lib/toolchains.sh: Go, Maven Central, the .NET SDK) gets no column and is named as not run.
+# Exits non-zero when any cell is FAIL or missing, when a launcher exits non-zero, when a runner reports a case the
+# corpus does not have, or when there is no launcher.
 #
 # Environment:
 #   RUVIO_BIN            the server binary (required; nothing is built here)
@@ -36,15 +38,25 @@ RUNNERS="${CONFORMANCE_RUNNERS:-$REPO/conformance/runners}"
 [ -d "$RUNNERS" ] || die "no launcher folder $RUNNERS"
 RUNNERS="$(cd "$RUNNERS" && pwd)"
 
+# shellcheck source=lib/toolchains.sh
+source "$REPO/scripts/lib/toolchains.sh"
+
 launchers=()
+not_run=()   # "lang: reason", for languages whose toolchain or registry this kind of machine does not have
 for f in "$RUNNERS"/*.sh; do
   [ -e "$f" ] || continue
   lang="$(basename "$f" .sh)"
   if [ -n "${CONFORMANCE_ONLY:-}" ] && [[ ",$CONFORMANCE_ONLY," != *",$lang,"* ]]; then
     continue
   fi
+  reason="$(ruvio_missing_language "$lang")"
+  if [ -n "$reason" ]; then
+    not_run+=("$lang: $reason")
+    continue
+  fi
   launchers+=("$f")
 done
+for n in "${not_run[@]}"; do echo "conformance: NOT RUN on this machine: $n"; done
 [ "${#launchers[@]}" -gt 0 ] || die "no launcher to run in $RUNNERS${CONFORMANCE_ONLY:+ (CONFORMANCE_ONLY=$CONFORMANCE_ONLY)}"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/ruvio-conformance.XXXXXX")"
@@ -117,10 +129,11 @@ for f in "${launchers[@]}"; do
 done
 
 set +e
-python3 - "$CORPUS" "$WORK" "${broken[*]:-}" "${langs[@]}" <<'PY'
+NOT_RUN="$(printf '%s\n' "${not_run[@]}")" python3 - "$CORPUS" "$WORK" "${broken[*]:-}" "${langs[@]}" <<'PY'
 import glob, json, os, sys
 
 corpus, work, broken, langs = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+not_run = [line for line in os.environ.get("NOT_RUN", "").splitlines() if line.strip()]
 
 def load(path):
     with open(path, encoding="utf-8") as f:
@@ -183,6 +196,8 @@ for lang in langs:
     bad += counts["FAIL"] + counts["missing"]
     state = " (launcher failed)" if lang in broken else ""
     print(f"{lang}: {counts['pass']} pass, {counts['FAIL']} FAIL, {counts['missing']} missing of {len(expected)}{state}")
+for n in not_run:
+    print(f"{n.split(':', 1)[0]}: NOT RUN here ({n.split(':', 1)[1].strip()}); no column")
 if details:
     print("\nfailures:")
     for d in details:
@@ -192,7 +207,7 @@ for p in problems:
 if bad or problems or broken:
     print("\nconformance: FAILED")
     sys.exit(1)
-print("\nconformance: all cases pass in every language")
+print("\nconformance: all cases pass in every language that ran" + (f" ({len(not_run)} not run here, named above)" if not_run else ""))
 PY
 status=$?
 set -e

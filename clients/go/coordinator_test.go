@@ -11,7 +11,8 @@ import (
 )
 
 // The client's own Sentinel discovery (Options.SentinelAddrs) against three `ruvio coordinator`s watching a Ruvio
-// primary and two replicas: it finds the primary, and after kill -9 of the primary it finds the new one.
+// primary and two replicas: it finds the primary, makes a durable grant (DurableReplicas: 1), and after kill -9 of
+// the primary it finds the new one, where the grant is held with its token.
 
 func TestSentinelDiscoveryThroughRuvioCoordinators(t *testing.T) {
 	bin := ruvioBin(t)
@@ -75,10 +76,22 @@ func TestSentinelDiscoveryThroughRuvioCoordinators(t *testing.T) {
 		return true
 	})
 
+	// Durable writes count only the replicas a majority of the coordinators' write leases name (durable=1 on the
+	// primary's INFO replication lines, docs/replication.md).
+	waitFor(t, 60*time.Second, func() bool {
+		info, _ := raw(t, primary.Addr(), "INFO", "replication").(string)
+		return strings.Count(info, "durable=1") == 2
+	})
+
 	ctx := testCtx(t)
-	c := connect(t, Options{SentinelAddrs: coords, MasterName: "mymaster", DialTimeout: time.Second, CommandTimeout: 2 * time.Second})
+	c := connect(t, Options{SentinelAddrs: coords, MasterName: "mymaster", DurableReplicas: 1, DialTimeout: time.Second, CommandTimeout: 2 * time.Second})
 	if p := chk(portOf(ctx, c))(t); p != strconv.Itoa(primary.port) {
 		t.Fatalf("talking to port %s, want the primary %d", p, primary.port)
+	}
+	// A durable grant, as the README shows: answered once a replica holds it.
+	token, ok := chk2(c.Lease(ctx, "job:nightly-report", 30*time.Second))(t)
+	if !ok {
+		t.Fatal("the durable grant was refused")
 	}
 	chk(c.Do(ctx, "SET", "coord:k", "1"))(t)
 
@@ -105,5 +118,9 @@ func TestSentinelDiscoveryThroughRuvioCoordinators(t *testing.T) {
 	}
 	if v, _, _ := c.Get(ctx, "coord:k"); v != "1" {
 		t.Fatalf("the write made before the failover: %q", v)
+	}
+	info, ok := chk2(c.LockInfo(ctx, "job:nightly-report"))(t)
+	if !ok || len(info.Holders) != 1 || info.Holders[0].Token != token {
+		t.Fatalf("the durable grant after the failover: %+v (ok %v), want token %d", info, ok, token)
 	}
 }

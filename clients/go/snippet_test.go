@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,5 +157,38 @@ func TestProductPostSemaphoreSnippet(t *testing.T) {
 		if ok, err := c.Release(ctx, "upstream:billing", tok); err != nil || !ok {
 			t.Fatal(ok, err)
 		}
+	}
+}
+
+// TestReadmeFirstExampleIsTheTestedSnippet: README.md's first example (its first go block other than the import
+// line) is, byte for byte, the body of leaseSnippet above with the address the README names, so the example a
+// reader copies is the code TestProductPostLeaseSnippet runs and `test.sh` builds untouched.
+func TestReadmeFirstExampleIsTheTestedSnippet(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	for _, m := range regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(string(readme), -1) {
+		if !strings.HasPrefix(strings.TrimSpace(m[1]), "import ") {
+			first = m[1]
+			break
+		}
+	}
+	src, err := os.ReadFile("snippet_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := regexp.MustCompile("(?s)func leaseSnippet.*?// ---- verbatim, address aside ----\n(.*?)\t// ---- end of snippet ----").FindStringSubmatch(string(src))
+	if body == nil {
+		t.Fatal("leaseSnippet's verbatim markers not found")
+	}
+	var want strings.Builder
+	for _, line := range strings.SplitAfter(body[1], "\n") {
+		want.WriteString(strings.TrimPrefix(line, "\t"))
+	}
+	got := strings.Replace(first, `Addr: "127.0.0.1:6379"`, "Addr: addr", 1)
+	if got != want.String() {
+		t.Fatalf("README.md's first example differs from leaseSnippet:\n--- README\n%s\n--- leaseSnippet\n%s", got, want.String())
 	}
 }

@@ -41,8 +41,21 @@ step "virtual environment (.venv) with the pinned test dependencies"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv || die "python3 -m venv failed (install python3-venv)"
 fi
+# Where PyPI cannot be reached (scripts/lib/toolchains.sh exports PIP_NO_INDEX/PIP_FIND_LINKS and RUVIO_PIP_OFFLINE=1),
+# pip installs from the vendored wheels and the client is built without isolation: the backend (hatchling, editables)
+# is installed into .venv first instead of into a throw-away build environment fetched from an index.
+# shellcheck source=../../scripts/lib/toolchains.sh
+source "$HERE/../../scripts/lib/toolchains.sh"
+if [ -z "${RUVIO_PIP_OFFLINE:-}" ]; then ruvio_pip_source || die "no package index and no vendored wheels"; fi
+build_isolation=()
+build_flags=()
+if [ "${RUVIO_PIP_OFFLINE:-0}" = 1 ]; then
+  build_isolation=(--no-build-isolation)
+  build_flags=(--no-isolation)
+  .venv/bin/python -m pip install --disable-pip-version-check -q hatchling editables
+fi
 .venv/bin/python -m pip install --disable-pip-version-check -q -r requirements-test.txt
-.venv/bin/python -m pip install --disable-pip-version-check -q -e .
+.venv/bin/python -m pip install --disable-pip-version-check -q "${build_isolation[@]}" -e .
 
 step "pytest (RUVIO_BIN=$RUVIO_BIN)"
 # shellcheck disable=SC2086
@@ -56,7 +69,7 @@ WORK="$(mktemp -d)"
 SERVER_PID=""
 cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
-.venv/bin/python -m build --outdir "$WORK/dist" . >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; die "python -m build failed"; }
+.venv/bin/python -m build "${build_flags[@]}" --outdir "$WORK/dist" . >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; die "python -m build failed"; }
 ls "$WORK"/dist/ruvio-*.whl "$WORK"/dist/ruvio-*.tar.gz >/dev/null || die "build did not produce a wheel and an sdist"
 python3 -m venv "$WORK/fresh"
 "$WORK/fresh/bin/python" -m pip install --disable-pip-version-check -q "$WORK"/dist/ruvio-*.whl

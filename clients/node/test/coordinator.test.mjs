@@ -1,5 +1,6 @@
 // The client's own Sentinel discovery (`sentinels` + `serviceName`) against three `ruvio coordinator`s watching a
-// Ruvio primary and two replicas: it finds the primary, and after kill -9 of the primary it reaches the new one.
+// Ruvio primary and two replicas: it finds the primary, makes a durable grant (durability: { replicas: 1 }), and after
+// kill -9 of the primary it reaches the new one, where the grant is held.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, openSync, closeSync } from "node:fs";
@@ -82,7 +83,25 @@ test("discovers the primary through ruvio coordinators and follows a kill -9 fai
     "every coordinator to know both replicas",
   );
 
-  const c = track(createClient({ sentinels: coords.map((port) => ({ host: "127.0.0.1", port })), serviceName: "mymaster", commandTimeout: 3000 }));
+  // Durable writes count only the replicas a majority of the coordinators' write leases name (durable=1 on the
+  // primary's INFO replication lines, docs/replication.md).
+  await waitFor(
+    async () => ((await ask(nodes[0], "INFO", "replication").catch(() => "")).match(/durable=1/g) ?? []).length === 2,
+    60_000,
+    "the primary to count both replicas for durable writes",
+  );
+
+  const c = track(
+    createClient({
+      sentinels: coords.map((port) => ({ host: "127.0.0.1", port })),
+      serviceName: "mymaster",
+      durability: { replicas: 1 },
+      commandTimeout: 3000,
+    }),
+  );
+  // A durable grant, as the README shows: answered once a replica holds it.
+  const token = await c.lease("job:nightly-report", 30_000);
+  assert.match(token, /^[1-9][0-9]*$/);
   assert.equal(await c.set("before", "1"), "OK");
   assert.equal(c.address.port, nodes[0]);
 
@@ -103,4 +122,6 @@ test("discovers the primary through ruvio coordinators and follows a kill -9 fai
   assert.equal(Number(named[1]), c.address.port, "the client talks to the primary the coordinators name");
   assert.equal((await c.call("ROLE"))[0], "master");
   assert.equal(await c.get("before"), "1");
+  const info = await c.lockInfo("job:nightly-report");
+  assert.deepEqual(info.holders.map((h) => h.token), [token], "the durable grant survived the failover");
 });

@@ -53,6 +53,13 @@ def group() -> Iterator[Tuple[List[Server], List[Server]]]:
             s.stop()
 
 
+def durability_set(sent: ruvio.Ruvio) -> List[str]:
+    info = sent.execute_command("INFO", "coordinator")
+    text = info.decode() if isinstance(info, bytes) else str(info)
+    group = next((line for line in text.splitlines() if line.startswith("group0:")), "")
+    return group.split("durability_set=", 1)[-1].split(",", 1)[0].split(";") if "durability_set=" in group else []
+
+
 def port_of(r: ruvio.Ruvio) -> int:
     reply = r.execute_command("CONFIG", "GET", "port")
     value = reply.get(b"port", reply.get("port")) if isinstance(reply, dict) else reply[1]
@@ -66,10 +73,21 @@ def test_discovery_through_coordinators_follows_a_kill9_failover(group: Tuple[Li
         sent = ruvio.Ruvio("127.0.0.1", c.port, protocol=2)
         wait_until(lambda: len(sent.execute_command("SENTINEL", "REPLICAS", SERVICE)) == 2, 60,
                    "every coordinator to know both replicas")
+        # Durable writes count only replicas in the coordinators' durability set (docs/replication.md).
+        wait_until(lambda: all(f"127.0.0.1:{x.port}" in durability_set(sent) for x in replicas), 60,
+                   "both replicas in every coordinator's durability set")
         sent.close()
+    # ... and the primary counts them once a majority of the coordinators' write leases name them (durable=1).
+    direct = ruvio.Ruvio("127.0.0.1", primary.port)
+    wait_until(lambda: str(direct.execute_command("INFO", "replication")).count("durable=1") == 2, 60,
+               "the primary to count both replicas for durable writes")
+    direct.close()
     s = Sentinel([("127.0.0.1", c.port) for c in coords])
     assert s.discover_primary(SERVICE) == ("127.0.0.1", primary.port)
-    r = s.primary_for(SERVICE, command_timeout=2.0, connect_timeout=1.0)
+    r = s.primary_for(SERVICE, command_timeout=2.0, connect_timeout=1.0, durability_replicas=1)
+    # A durable grant (as the README shows): answered once a replica holds it.
+    token = r.lease("job:nightly-report", 30_000)
+    assert isinstance(token, int)
     assert r.set("before", "1") is True
     assert port_of(r) == primary.port
 
@@ -80,7 +98,11 @@ def test_discovery_through_coordinators_follows_a_kill9_failover(group: Tuple[Li
         try:
             assert r.set("after", "2") is True
             break
-        except (ruvio.ConnectionError, ruvio.TimeoutError, ruvio.ReadOnlyError):
+        except (ruvio.ConnectionError, ruvio.TimeoutError, ruvio.ResponseError) as e:
+            # A durable connection's write is refused (-NOREPLICAS, nothing ran) until the remaining replica follows
+            # the new primary and the coordinators count it again; -READONLY until the client finds the new primary.
+            if isinstance(e, ruvio.ResponseError) and not isinstance(e, ruvio.ReadOnlyError) and e.code != "NOREPLICAS":
+                raise
             errors += 1
             if time.monotonic() > deadline:
                 raise
@@ -90,4 +112,6 @@ def test_discovery_through_coordinators_follows_a_kill9_failover(group: Tuple[Li
     assert s.discover_primary(SERVICE) == ("127.0.0.1", new)
     assert r.get("before") == b"1"
     assert r.get("after") == b"2"
+    info = r.lock_info("job:nightly-report")  # the durable grant survived the failover, with its token
+    assert info is not None and [h.token for h in info.holders] == [token]
     r.close()

@@ -109,3 +109,21 @@ def test_examples_run(own_server: Server, name: str) -> None:
     expected = {"lock_helper.py": "released: released", "asyncio_lock.py": "done with token",
                 "commands.py": "'data': 'ruvio is up'"}[name]
     assert expected in out.stdout, out.stdout
+
+
+def readme_first_python_block() -> str:
+    text = (HERE.parent / "README.md").read_text()
+    m = re.search(r"```python\n(.*?)```", text, re.S)
+    assert m, "README.md has no python example"
+    return m.group(1)
+
+
+def test_readme_first_example_runs_from_the_readme_text(own_server: Server) -> None:
+    # The README's first example, taken from the README itself (so the README cannot drift from what works); only
+    # the port is replaced, as for the snippets above.
+    source = readme_first_python_block()
+    assert source.count("6379") == 1
+    ns: Dict[str, Any] = {"__name__": "__readme__"}
+    exec(compile(source.replace("6379", str(own_server.port)), "README.md", "exec"), ns)
+    ns["r"].close()
+    assert isinstance(ns["token"], int) and ns["released"] is True

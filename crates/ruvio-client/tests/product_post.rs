@@ -66,3 +66,27 @@ fn semaphore_snippet() -> Result<(), ruvio_client::Error> {
     }
     Ok(())
 }
+
+/// README.md's first example is a whole program; its body is, line for line, the snippet `lease_snippet` runs above
+/// (port aside), so the example a reader pastes is code this suite runs against a real server (and the doctest
+/// compiles the README's text as written: no hidden `# ` lines).
+#[test]
+fn readme_first_example_is_the_snippet_lease_snippet_runs() {
+    let readme = include_str!("../README.md");
+    let block = readme.split("```rust").nth(1).expect("README.md has a rust example");
+    let block = &block[block.find('\n').unwrap() + 1..block.find("```").unwrap()];
+    assert!(!block.lines().any(|l| l.starts_with("# ")), "no rustdoc hidden lines in the README's text");
+    let body = block
+        .split_once("fn main() -> Result<(), ruvio_client::Error> {\n")
+        .and_then(|(_, rest)| rest.split_once("    Ok(())\n}"))
+        .expect("the first example is a whole `fn main`")
+        .0;
+    let source = include_str!("product_post.rs");
+    let snippet = source
+        .split_once("fn lease_snippet()")
+        .and_then(|(_, rest)| rest.split_once("    // ---- verbatim, port aside ----\n"))
+        .and_then(|(_, rest)| rest.split_once("    // ---- end of snippet ----"))
+        .expect("lease_snippet's markers")
+        .0;
+    assert_eq!(body.replace("6379", "port"), snippet);
+}

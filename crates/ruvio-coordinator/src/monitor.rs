@@ -536,7 +536,7 @@ pub async fn failover(co: &Arc<Coordinator>, name: &str, force: bool, reason: &s
 
     // 1. Raise the epoch through consensus. A retry after this leader's own attempt ended waiting for promises
     //    (nothing was promoted) reuses that epoch while the raft term is the same: no other leader can have used it,
-    //    and the epoch space (16 bits in the server's tokens) is not spent at one per second while waiting.
+    //    and the epoch space (10 bits in the server's tokens: 1023 failovers) is not spent at one per second while waiting.
     let (_, term, _) = co.raft_status();
     let reusable = co.runtime.lock().unwrap().get(name).and_then(|r| r.reusable_epoch);
     let epoch = match (reusable, &g.failover) {

@@ -15,6 +15,12 @@ pub enum ConfigError {
     Immutable(String),
     #[error("reading config file {path}: {err}")]
     Io { path: String, err: std::io::Error },
+    /// A redis.conf directive Ruvio knows but whose value would change behaviour in a way it cannot honour.
+    #[error("'{name} {value}' cannot be honoured by Ruvio: {reason}")]
+    Refused { name: String, value: String, reason: String },
+    /// Any of the above, with the file and line it came from.
+    #[error("{location}: {err}")]
+    At { location: String, err: Box<ConfigError> },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +93,22 @@ pub struct Config {
     pub notify_keyspace_events: u32,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms: past it, a running script makes others get -BUSY.
     pub busy_reply_threshold: u64,
+    /// Bytes of used memory (resident set) past which commands flagged `denyoom` are refused with Redis's OOM
+    /// error (0 = no limit). Only `maxmemory-policy noeviction` exists: Ruvio never evicts keys (a lock key evicted
+    /// would be a lock granted twice).
+    pub maxmemory: u64,
+    /// Where the log goes: empty for stderr, else a file appended to (as redis.conf's `logfile`).
+    pub logfile: String,
+    /// A file the server writes its process id into at start-up and removes at exit (empty: none).
+    pub pidfile: String,
+    /// `text` (one human-readable line per event) or `json` (one JSON object per line).
+    pub log_format: String,
+    /// The configuration file the server was started with, as an absolute path (INFO server's `config_file`); not
+    /// a parameter.
+    pub config_file: String,
+    /// redis.conf directives that were accepted but do not apply to Ruvio (see [`IGNORED`]), in the order met;
+    /// logged once, in one warning, at start-up.
+    pub ignored: Vec<String>,
 }
 
 impl Default for Config {
@@ -132,6 +154,12 @@ impl Default for Config {
             list_compress_depth: 0,
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
+            maxmemory: 0,
+            logfile: String::new(),
+            pidfile: String::new(),
+            log_format: "text".into(),
+            config_file: String::new(),
+            ignored: Vec::new(),
         }
     }
 }
@@ -306,10 +334,100 @@ pub static PARAMS: &[Param] = &[
     Param { name: "set-max-listpack-entries", get: |c| c.set_max_listpack_entries.to_string(), set: |c, v| { c.set_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
     Param { name: "set-max-listpack-value", get: |c| c.set_max_listpack_value.to_string(), set: |c, v| { c.set_max_listpack_value = mem_between(v, 0, i64::MAX as u64)? as usize; Ok(()) }, mutable: true },
     Param { name: "replica-read-only", get: |_| "yes".into(), set: |_, _| Ok(()), mutable: true },
-    Param { name: "maxmemory", get: |_| "0".into(), set: |_, v| if v.trim() == "0" { Ok(()) } else { Err("Ruvio has no maxmemory eviction; only 0 is accepted".into()) }, mutable: true },
-    Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts; only noeviction is accepted".into()) }, mutable: true },
+    Param { name: "maxmemory", get: |c| c.maxmemory.to_string(), set: |c, v| { c.maxmemory = mem(v)?; Ok(()) }, mutable: true },
+    // Evicting a key could evict a lock, and a lock evicted is a lock granted twice: only `noeviction` (refuse
+    // writes over maxmemory) is honoured.
+    Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts keys (an evicted lock would be granted twice); only noeviction is accepted".into()) }, mutable: true },
+    Param { name: "logfile", get: |c| c.logfile.clone(), set: |c, v| { c.logfile = v.to_string(); Ok(()) }, mutable: false },
+    Param { name: "pidfile", get: |c| c.pidfile.clone(), set: |c, v| { c.pidfile = v.to_string(); Ok(()) }, mutable: false },
+    Param { name: "log-format", get: |c| c.log_format.clone(), set: |c, v| { let f = v.to_ascii_lowercase(); if f != "text" && f != "json" { return Err("argument must be one of text, json".into()) } c.log_format = f; Ok(()) }, mutable: false },
     Param { name: "daemonize", get: |_| "no".into(), set: |_, v| if v.eq_ignore_ascii_case("no") { Ok(()) } else { Err("Ruvio does not daemonize; run it under a supervisor".into()) }, mutable: false },
 ];
+
+/// A redis.conf directive that Ruvio accepts at start-up (config file or `--name value`) without acting on it,
+/// because it tunes something Ruvio does not have or does its own way. `honoured(value)` says whether ignoring that
+/// value leaves Ruvio behaving as the directive asks; when it does not, start-up is refused with `why`.
+pub struct Ignored {
+    pub name: &'static str,
+    pub honoured: fn(&str) -> bool,
+    pub why: &'static str,
+}
+
+const fn any(_: &str) -> bool {
+    true
+}
+
+fn is_no(v: &str) -> bool {
+    v.eq_ignore_ascii_case("no")
+}
+
+fn is_yes(v: &str) -> bool {
+    v.eq_ignore_ascii_case("yes")
+}
+
+/// Every redis.conf directive Ruvio accepts and ignores (Debian's stock redis.conf uses most of them). One warning
+/// at start-up lists the ones a configuration used. A parameter of [`PARAMS`] with the same name wins, so a
+/// directive that becomes a real parameter only needs its entry here removed.
+pub static IGNORED: &[Ignored] = &[
+    // Networking and process details Ruvio handles its own way.
+    Ignored { name: "tcp-backlog", honoured: any, why: "the listen backlog is the OS default" },
+    Ignored { name: "always-show-logo", honoured: any, why: "Ruvio prints no logo" },
+    Ignored { name: "set-proc-title", honoured: any, why: "Ruvio keeps its process title" },
+    Ignored { name: "proc-title-template", honoured: any, why: "Ruvio keeps its process title" },
+    Ignored { name: "oom-score-adj", honoured: is_no, why: "Ruvio does not change its OOM score; set OOMScoreAdjust= in the systemd unit" },
+    Ignored { name: "oom-score-adj-values", honoured: any, why: "Ruvio does not change its OOM score" },
+    Ignored { name: "disable-thp", honoured: any, why: "transparent huge pages are left as the OS sets them" },
+    Ignored { name: "jemalloc-bg-thread", honoured: any, why: "Ruvio does not use jemalloc" },
+    Ignored { name: "activerehashing", honoured: any, why: "Ruvio's segmented tables grow without a long rehash" },
+    Ignored { name: "dynamic-hz", honoured: any, why: "hz is fixed" },
+    Ignored { name: "syslog-enabled", honoured: is_no, why: "Ruvio logs to stderr or logfile (journald picks up stderr)" },
+    Ignored { name: "supervised", honoured: any, why: "Ruvio always tells systemd it is ready when NOTIFY_SOCKET is set" },
+    Ignored { name: "io-threads-do-reads", honoured: any, why: "Ruvio's I/O threads always read and write" },
+    // RDB snapshots: Ruvio persists through its own log with compaction (docs/persistence.md).
+    Ignored { name: "stop-writes-on-bgsave-error", honoured: any, why: "no RDB snapshots; a failing log refuses writes (MISCONF)" },
+    Ignored { name: "rdbcompression", honoured: any, why: "no RDB snapshots" },
+    Ignored { name: "rdbchecksum", honoured: any, why: "no RDB snapshots; every log record has a CRC" },
+    Ignored { name: "dbfilename", honoured: any, why: "no RDB snapshots" },
+    Ignored { name: "rdb-del-sync-files", honoured: any, why: "no RDB snapshots" },
+    Ignored { name: "rdb-save-incremental-fsync", honoured: any, why: "no RDB snapshots" },
+    Ignored { name: "appenddirname", honoured: any, why: "the log files live in dir" },
+    Ignored { name: "no-appendfsync-on-rewrite", honoured: is_no, why: "Ruvio keeps its fsync policy while compacting" },
+    Ignored { name: "aof-use-rdb-preamble", honoured: any, why: "compaction writes Ruvio's own snapshot format" },
+    Ignored { name: "aof-timestamp-enabled", honoured: is_no, why: "the log has no timestamp annotations" },
+    Ignored { name: "aof-rewrite-incremental-fsync", honoured: any, why: "compaction fsyncs as it sees fit" },
+    // Replication details of Redis's own protocol.
+    Ignored { name: "replica-serve-stale-data", honoured: is_yes, why: "a replica always answers reads, even with its link down" },
+    Ignored { name: "repl-diskless-sync", honoured: any, why: "snapshots for replicas are streamed as Ruvio sees fit" },
+    Ignored { name: "repl-diskless-sync-delay", honoured: any, why: "snapshots for replicas start at once" },
+    Ignored { name: "repl-diskless-sync-max-replicas", honoured: any, why: "snapshots for replicas start at once" },
+    Ignored { name: "repl-diskless-load", honoured: any, why: "a replica loads its snapshot its own way" },
+    Ignored { name: "repl-disable-tcp-nodelay", honoured: is_no, why: "the replication stream is always sent without delay" },
+    Ignored { name: "replica-priority", honoured: any, why: "ruvio coordinator picks the replica holding every durable write" },
+    Ignored { name: "replica-lazy-flush", honoured: any, why: "no lazy freeing" },
+    // Memory management of Redis's allocator.
+    Ignored { name: "lazyfree-lazy-eviction", honoured: any, why: "no lazy freeing" },
+    Ignored { name: "lazyfree-lazy-expire", honoured: any, why: "no lazy freeing" },
+    Ignored { name: "lazyfree-lazy-server-del", honoured: any, why: "no lazy freeing" },
+    Ignored { name: "lazyfree-lazy-user-del", honoured: any, why: "no lazy freeing" },
+    Ignored { name: "lazyfree-lazy-user-flush", honoured: any, why: "no lazy freeing" },
+    Ignored { name: "maxmemory-samples", honoured: any, why: "Ruvio never evicts" },
+    Ignored { name: "maxmemory-eviction-tenacity", honoured: any, why: "Ruvio never evicts" },
+    Ignored { name: "active-expire-effort", honoured: any, why: "active expiry works to its own budget" },
+    // Observability Ruvio does not have (yet).
+    Ignored { name: "acllog-max-len", honoured: any, why: "no ACL log" },
+    Ignored { name: "slowlog-log-slower-than", honoured: any, why: "no slow log yet" },
+    Ignored { name: "slowlog-max-len", honoured: any, why: "no slow log yet" },
+    Ignored { name: "latency-monitor-threshold", honoured: any, why: "no latency monitor yet" },
+    Ignored { name: "latency-tracking", honoured: any, why: "no latency tracking" },
+    // Encodings of data types Ruvio does not store (hashes are real parameters).
+    Ignored { name: "hll-sparse-max-bytes", honoured: any, why: "no HyperLogLogs" },
+    Ignored { name: "stream-node-max-bytes", honoured: any, why: "no streams" },
+    Ignored { name: "stream-node-max-entries", honoured: any, why: "no streams" },
+];
+
+pub fn find_ignored(name: &str) -> Option<&'static Ignored> {
+    IGNORED.iter().find(|i| i.name.eq_ignore_ascii_case(name))
+}
 
 /// Redis's old names still accepted for a parameter: (alias, name). CONFIG GET answers under whichever it matched.
 pub const ALIASES: &[(&str, &str)] = &[
@@ -351,9 +469,30 @@ impl Config {
         (p.set)(self, value).map_err(|reason| ConfigError::Invalid { name: name.to_string(), reason })
     }
 
-    /// Reads a redis.conf-style file: one `name value...` per line, `#` comments, quoted values allowed.
+    /// Applies one directive given at start-up (a config file line or a `--name value` flag): a parameter, or a
+    /// redis.conf directive of [`IGNORED`], recorded in `ignored` when its value leaves behaviour as asked and
+    /// refused otherwise.
+    pub fn apply_startup(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        if find_param(name).is_some() {
+            return self.apply(name, value);
+        }
+        let Some(ignored) = find_ignored(name) else {
+            return Err(ConfigError::Unknown(name.to_string()));
+        };
+        if !(ignored.honoured)(value) {
+            return Err(ConfigError::Refused { name: ignored.name.into(), value: value.into(), reason: ignored.why.into() });
+        }
+        if !self.ignored.iter().any(|n| n == ignored.name) {
+            self.ignored.push(ignored.name.to_string());
+        }
+        Ok(())
+    }
+
+    /// Reads a redis.conf-style file: one `name value...` per line, `#` comments, quoted values allowed. Records
+    /// the file as `config_file`.
     pub fn load_file(&mut self, path: &std::path::Path) -> Result<(), ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Io { path: path.display().to_string(), err })?;
+        self.config_file = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string();
         for (n, raw) in text.lines().enumerate() {
             let line = raw.trim();
             if line.is_empty() || line.starts_with('#') {
@@ -362,13 +501,8 @@ impl Config {
             let (name, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
             let value = rest.trim();
             let value = value.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(value);
-            self.apply(name, value).map_err(|e| match e {
-                ConfigError::Unknown(n2) => ConfigError::Invalid {
-                    name: n2,
-                    reason: format!("unknown configuration parameter at {}:{}", path.display(), n + 1),
-                },
-                other => other,
-            })?;
+            self.apply_startup(name, value)
+                .map_err(|err| ConfigError::At { location: format!("{}:{}", path.display(), n + 1), err: Box::new(err) })?;
         }
         Ok(())
     }

@@ -70,6 +70,11 @@ fn execute_resolved<'g>(
         if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
             return (Value::error(ERR_LOADING), None);
         }
+        // maxmemory with noeviction: commands that may grow memory are refused (queued in MULTI too, as Redis
+        // does: EXEC then fails); reads, deletes and releases still run, so memory can come down.
+        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
+            return refuse(caller, client, Value::error(ERR_OOM));
+        }
         if spec.has(flags::WRITE) {
             if shared.replication.is_replica() {
                 return refuse(caller, client, Value::error(ERR_READONLY));

@@ -290,3 +290,6 @@ pub fn semaphore_limit_mismatch(current: u32, asked: u32) -> Value {
 pub fn no_token_reservation(why: &str) -> Value {
     Value::error(format!("MISCONF cannot reserve fencing tokens on disk: {why}"))
 }
+
+/// Redis's text for a `denyoom` command refused while used memory is above `maxmemory` (policy noeviction).
+pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";

@@ -24,9 +24,16 @@ pub struct Stats {
     pub net_input_bytes: AtomicU64,
     pub net_output_bytes: AtomicU64,
     pub pubsub_disconnects: AtomicU64,
+    /// Resident set size in bytes, sampled by the active expiry task (`hz` times a second) rather than read from
+    /// /proc on every write; what `maxmemory` is compared with (and INFO's used_memory). Not reset by RESETSTAT.
+    pub used_memory: AtomicU64,
 }
 
 impl Stats {
+    /// Whether commands flagged `denyoom` must be refused: `maxmemory` is set and used memory is above it.
+    pub fn over_maxmemory(&self, maxmemory: u64) -> bool {
+        maxmemory > 0 && self.used_memory.load(Ordering::Relaxed) > maxmemory
+    }
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }

@@ -18,6 +18,7 @@ pub async fn active_expiry(shared: Arc<Shared>) {
             _ = tokio::time::sleep(Duration::from_millis(1000 / hz)) => {}
             _ = shutdown.wait_for(|s| *s) => return,
         }
+        shared.stats.used_memory.store(crate::commands::info::rss_bytes(), std::sync::atomic::Ordering::Relaxed);
         let now = clock::mono_ms();
         // Bounded wait: a long script holds the store lock, and this runtime also accepts connections.
         let Some(mut store) = shared.store.try_lock_for(Duration::from_millis(10)) else { continue };

@@ -7,9 +7,36 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use ruvio_server::Config;
 
+/// `ruvio --version`: the crate version and the git commit it was built from.
+const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("RUVIO_GIT_COMMIT"), ")");
+
+/// The common parameters, for `--help`; every one (and any other redis.conf parameter Ruvio knows) is given as
+/// `--name value` or in the config file.
+const SERVER_HELP: &str = "\
+Common parameters (any redis.conf parameter Ruvio knows works the same way, as --name value or in the file):
+  --appendonly yes|no           keep the append-only log (default yes)
+  --appendfsync always|everysec|no
+                                when the log is fsynced (default everysec)
+  --replicaof 'HOST PORT'       start as a replica of that primary
+  --durability-timeout MS       how long a durable write (CLIENT DURABILITY REPLICAS n) waits (default 5000)
+  --requirepass PASSWORD        password for the default user
+  --maxmemory BYTES             refuse writes (OOM) above this much memory (policy noeviction; default 0: none)
+  --logfile PATH                log to this file instead of stderr
+  --pidfile PATH                write the process id to this file
+  --log-format text|json        one line of text, or one JSON object, per log event
+  --metrics-port PORT           serve Prometheus metrics on GET /metrics (default 0: off)
+
+Every parameter, with its default and what it does: contrib/ruvio.conf (a commented config file);
+at run time: CONFIG GET *. A redis.conf (Debian's stock one included, with daemonize no) is accepted:
+directives that do not apply to Ruvio are listed in one warning at start-up.";
+
 #[derive(Parser)]
-#[command(name = "ruvio", version, about = "Ruvio: a Redis-protocol key-value server with fencing-token locks")]
+#[command(name = "ruvio", version = LONG_VERSION, disable_version_flag = true, after_help = SERVER_HELP,
+    about = "Ruvio: a Redis-protocol key-value server with fencing-token locks")]
 struct Cli {
+    /// Print the version and the git commit, then exit.
+    #[arg(short = 'v', short_alias = 'V', long = "version", action = clap::ArgAction::Version)]
+    version: Option<bool>,
     #[command(subcommand)]
     command: Option<Command>,
     #[command(flatten)]
@@ -19,6 +46,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server (the default).
+    #[command(after_help = SERVER_HELP)]
     Server(ServerArgs),
     /// Check an append-only log file, a snapshot, or every file a manifest lists; --fix cuts a damaged file back
     /// to its last good record.
@@ -153,7 +181,17 @@ fn build_config(a: &ServerArgs) -> Result<Config, String> {
     if let Some(path) = &a.config {
         c.load_file(path).map_err(|e| e.to_string())?;
     }
-    let mut set = |name: &str, value: String| c.apply(name, &value).map_err(|e| e.to_string());
+    // As with redis-server, a first argument that is not a flag is the configuration file
+    // (`ruvio /etc/redis/redis.conf --port 7000`); flags override it.
+    let mut i = 0;
+    if let Some(path) = a.extra.first().filter(|f| !f.starts_with("--")) {
+        if a.config.is_some() {
+            return Err(format!("two configuration files: --config and '{path}'"));
+        }
+        c.load_file(std::path::Path::new(path)).map_err(|e| e.to_string())?;
+        i = 1;
+    }
+    let mut set = |name: &str, value: String| c.apply_startup(name, &value).map_err(|e| e.to_string());
     if !a.bind.is_empty() {
         set("bind", a.bind.join(" "))?;
     }
@@ -179,7 +217,6 @@ fn build_config(a: &ServerArgs) -> Result<Config, String> {
         set("loglevel", v.clone())?;
     }
     // `--name value [value...]` pairs: the values run until the next `--name`.
-    let mut i = 0;
     while i < a.extra.len() {
         let Some(name) = a.extra[i].strip_prefix("--") else {
             return Err(format!("unexpected argument '{}'", a.extra[i]));
@@ -223,13 +260,32 @@ fn main() -> ExitCode {
         }
     };
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| tracing_filter(&config.loglevel).to_string());
-    // Colour only for a person at a terminal: a file, a pipe or journald gets plain text (NO_COLOR turns it off too).
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    if let Err(e) = init_logging(&filter, &config.logfile, &config.log_format) {
+        eprintln!("ruvio: {e}");
+        return ExitCode::from(2);
+    }
+    if !config.ignored.is_empty() {
+        // One line for all of them, so a whole redis.conf does not bury the log.
+        tracing::warn!(
+            "accepted but ignored (these redis.conf directives do not apply to Ruvio; see contrib/ruvio.conf): {}",
+            config.ignored.join(", ")
+        );
+    }
+    let pidfile = (!config.pidfile.is_empty()).then(|| PathBuf::from(&config.pidfile));
+    if let Some(p) = &pidfile {
+        if let Err(e) = std::fs::write(p, format!("{}\n", std::process::id())) {
+            // Redis only logs this; a supervisor that needs the file will say so itself.
+            tracing::warn!("could not write the pidfile {}: {e}", p.display());
+        }
+    }
     // Connections run on the server's own I/O workers (io-threads); this runtime only accepts and runs the light
     // background tasks, so one thread is enough.
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("tokio runtime");
-    match runtime.block_on(ruvio_server::run(config)) {
+    let result = runtime.block_on(ruvio_server::run(config));
+    if let Some(p) = &pidfile {
+        let _ = std::fs::remove_file(p);
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("ruvio: {e}");
@@ -237,4 +293,28 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The log: stderr (colour only for a person at a terminal; NO_COLOR turns it off) or `logfile` (appended to, plain
+/// text), as text lines or one JSON object per line (`log-format json`).
+fn init_logging(filter: &str, logfile: &str, format: &str) -> Result<(), String> {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let (writer, ansi) = if logfile.is_empty() {
+        let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        (BoxMakeWriter::new(std::io::stderr), ansi)
+    } else {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logfile)
+            .map_err(|e| format!("cannot open the logfile {logfile}: {e}"))?;
+        (BoxMakeWriter::new(std::sync::Mutex::new(file)), false)
+    };
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer).with_ansi(ansi);
+    if format == "json" {
+        builder.json().flatten_event(true).init();
+    } else {
+        builder.init();
+    }
+    Ok(())
 }

@@ -46,7 +46,7 @@ fn server(ctx: &mut Ctx, out: &mut String) {
     let c = ctx.shared.config.read();
     let _ = write!(
         out,
-        "redis_version:{}\r\nserver_name:ruvio\r\nruvio_version:{}\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:\r\n",
+        "redis_version:{}\r\nserver_name:ruvio\r\nruvio_version:{}\r\nredis_git_sha1:00000000\r\nredis_mode:standalone\r\nos:{} {}\r\narch_bits:64\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{}\r\nuptime_in_days:{}\r\nhz:{}\r\nexecutable:{}\r\nconfig_file:{}\r\ndir:{}\r\nappendonly:{}\r\nappendfsync:{}\r\n",
         crate::REDIS_COMPAT_VERSION,
         crate::VERSION,
         std::env::consts::OS,
@@ -58,6 +58,10 @@ fn server(ctx: &mut Ctx, out: &mut String) {
         up / 86400,
         c.hz,
         std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+        c.config_file,
+        std::path::absolute(&c.dir).unwrap_or_else(|_| c.dir.clone()).display(),
+        if c.appendonly { "yes" } else { "no" },
+        (crate::config::find_param("appendfsync").expect("a parameter").get)(&c),
     );
 }
 
@@ -87,7 +91,8 @@ pub fn rss_bytes() -> u64 {
 
 fn memory(ctx: &mut Ctx, out: &mut String) {
     let rss = rss_bytes();
-    let _ = write!(out, "used_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n");
+    let maxmemory = ctx.shared.config.read().maxmemory;
+    let _ = write!(out, "used_memory:{rss}\r\nused_memory_rss:{rss}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_policy:noeviction\r\n");
     out.push_str(&ctx.shared.scripts.info_memory());
 }
 

@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The client's own Sentinel discovery against three {@code ruvio coordinator}s watching a Ruvio primary and two
- * replicas: it finds the primary, and after kill -9 of the primary it finds the new one and writes there.
+ * replicas: it finds the primary, makes a durable grant ({@code durabilityReplicas(1)}), and after kill -9 of the
+ * primary it finds the new one, writes there, and the grant is held there with its token.
  */
 class CoordinatorDiscoveryTest {
     @Test
@@ -56,10 +57,19 @@ class CoordinatorDiscoveryTest {
                             && out.contains(Integer.toString(replicas.get(1).port));
                 }), "coordinator " + port + " knows both replicas");
             }
-            ClientOptions o = ClientOptions.builder().sentinels("mymaster", peers)
+            // Durable writes count only the replicas a majority of the coordinators' write leases name
+            // (durable=1 on the primary's INFO replication lines, docs/replication.md).
+            assertTrue(ServerProcess.waitFor(60_000, () -> {
+                String info = SentinelDiscoveryTest.cli(primary.port, "INFO", "replication");
+                return info.split("durable=1", -1).length - 1 == 2;
+            }), "the primary counts both replicas for durable writes");
+            ClientOptions o = ClientOptions.builder().sentinels("mymaster", peers).durabilityReplicas(1)
                     .commandTimeout(Duration.ofSeconds(2)).connectTimeout(Duration.ofSeconds(2)).build();
             try (RuvioClient c = RuvioClient.connect(o)) {
                 assertEquals(primary.port, SentinelDiscoveryTest.configPort(c), "discovered the primary");
+                // A durable grant, as the README shows: answered once a replica holds it.
+                Long token = c.lease("job:nightly-report", 30_000);
+                assertTrue(token != null && token > 0, "the durable grant");
                 c.set("before", "1");
                 primary.kill();
                 int[] failures = {0};
@@ -80,6 +90,8 @@ class CoordinatorDiscoveryTest {
                 assertTrue(named.contains(Integer.toString(now)), "the client talks to the primary the coordinators name");
                 assertEquals("1", c.get("before"));
                 assertEquals("2", c.get("after"));
+                LockInfo info = c.lockInfo("job:nightly-report");
+                assertEquals(token.longValue(), info.holders().get(0).token(), "the durable grant survived the failover");
             }
         } finally {
             for (ServerProcess p : all) {
