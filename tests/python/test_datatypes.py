@@ -425,3 +425,12 @@ def test_keyspace_notifications(server):
     finally:
         c.config_set("notify-keyspace-events", "")
         c.close()
+
+
+def test_blocking_commands_in_scripts(r):
+    assert "not allowed from script" in err(r, "EVAL", "return redis.call('blpop', 'q', 0)", "0")
+    assert "not allowed from script" in err(r, "EVAL", "return redis.call('bzpopmin', 'q', 0)", "0")
+    # The multi-key forms run without waiting.
+    assert r.execute_command("EVAL", "return redis.call('blmpop', 0, 1, 'q', 'left')", "0") is None
+    r.rpush("q", "x")
+    assert r.execute_command("EVAL", "return redis.call('blmpop', 0, 1, 'q', 'left')", "0") == [b"q", [b"x"]]

@@ -57,6 +57,10 @@ pub mod flags {
     pub const STALE: u32 = 1 << 12;
     /// A write-log record (LOCKSET, ...): sent by persistence replay and replication, not by applications.
     pub const INTERNAL: u32 = 1 << 13;
+    /// May not be called from a script (Redis's `noscript`): scripting itself, transactions, subscriptions,
+    /// connection state, persistence and replication control (a REPLICAOF inside a script would make a replica
+    /// log a record of its own), CONFIG, SHUTDOWN, WAIT.
+    pub const NOSCRIPT: u32 = 1 << 14;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -70,6 +74,7 @@ pub mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (NO_MULTI, "no_multi"),
+        (NOSCRIPT, "noscript"),
     ];
 }
 

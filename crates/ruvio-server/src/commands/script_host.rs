@@ -70,7 +70,7 @@ fn refuse_in_script(shared: &Shared, resolved: &Resolved, args: &[Bytes], read_o
     if top.has(flags::INTERNAL) {
         return Some(Value::error(ERR_SCRIPT_UNKNOWN_COMMAND));
     }
-    if NOT_IN_SCRIPTS.contains(&top.name) {
+    if NOT_IN_SCRIPTS.contains(&top.name) || top.has(flags::NOSCRIPT) {
         return Some(Value::error(ERR_SCRIPT_NOT_ALLOWED));
     }
     let spec = resolved.spec;
