@@ -60,12 +60,12 @@ fn dump(s: &Server) -> BTreeMap<String, String> {
     out
 }
 
-/// Small and large lists, sets and sorted sets (the large ones about 3 MB each: several snapshot records), one
+/// Small and large lists, sets and sorted sets (the large ones about 3.6 MB each: several snapshot records), one
 /// with a deadline, one emptied (deleted), odd scores, and a bitmap.
 fn write_mix(c: &mut Conn) {
     let mut cmds = Vec::new();
-    let pad = "p".repeat(100);
-    for i in 0..30_000 {
+    let pad = "p".repeat(300);
+    for i in 0..12_000 {
         cmds.push(args(&["RPUSH", "big-list", &format!("{i}:{pad}")]));
         cmds.push(args(&["SADD", "big-set", &format!("{i}:{pad}")]));
         cmds.push(args(&["ZADD", "big-zset", &format!("{}", i as f64 / 7.0), &format!("{i}:{pad}")]));
