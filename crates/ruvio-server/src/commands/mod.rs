@@ -333,9 +333,11 @@ pub fn call(ctx: &mut Ctx) -> Value {
         // Expiries and lock changes the command caused go to the log first: `INCR` of an expired key must replay as
         // DEL, then INCR.
         store.settle();
-        let changed = write && changes(store, shared) > changes_before;
+        let notify = shared.notify_flags.load(std::sync::atomic::Ordering::Relaxed) != 0;
+        // Counted only when something needs to know (the log, notifications): the sum walks every database.
+        let changed = write && (store.log_enabled || notify) && changes(store, shared) > changes_before;
         // Keyspace notifications, from the command (or, for the multi-key pops, from the pop it was logged as).
-        let notices = if changed && shared.notify_flags.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+        let notices = if changed && notify {
             match &propagate {
                 context::Propagate::As(records) if spec.name.ends_with("mpop") => records.iter().flat_map(|r| crate::notify_events_of_record(r)).collect(),
                 _ => crate::notify::events_of(spec.name, args).into_iter().filter_map(|(c, e, i)| args.get(i).map(|k| (c, e, k.clone()))).collect(),
