@@ -31,6 +31,8 @@ P0=7541; P1=7542; P2=7543; S0=27541; S1=27542; S2=27543
 
 field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 
+COORD_PASS=bench-coordinator-secret
+
 start_coordinators() { # primary port
   local s
   for s in $S0 $S1 $S2; do
@@ -44,6 +46,10 @@ sentinel monitor mymaster 127.0.0.1 $1 2
 sentinel down-after-milliseconds mymaster 1000
 sentinel failover-timeout mymaster 10000
 sentinel durability-replicas mymaster 1
+sentinel auth-user mymaster coordinator
+sentinel auth-pass mymaster $COORD_PASS
+sentinel sentinel-user coordinators
+sentinel sentinel-pass bench-peer-secret
 EOF
     "$RUVIO" coordinator --config "$BENCH_WORK/c$s/coordinator.conf" >"$BENCH_WORK/c$s/log" 2>&1 &
     BENCH_PIDS+=("$!")
@@ -97,9 +103,10 @@ keep_logs() {
 }
 
 one_ruvio() {
-  start_ruvio $P0 --appendonly yes --appendfsync always; local primary=$LAST_PID
-  start_ruvio $P1 --appendonly yes --appendfsync always --replicaof "127.0.0.1 $P0"
-  start_ruvio $P2 --appendonly yes --appendfsync always --replicaof "127.0.0.1 $P0"
+  # coordinator-pass enables the built-in `coordinator` user the coordinators log in as (coordination commands).
+  start_ruvio $P0 --appendonly yes --appendfsync always --coordinator-pass "$COORD_PASS"; local primary=$LAST_PID
+  start_ruvio $P1 --appendonly yes --appendfsync always --coordinator-pass "$COORD_PASS" --replicaof "127.0.0.1 $P0"
+  start_ruvio $P2 --appendonly yes --appendfsync always --coordinator-pass "$COORD_PASS" --replicaof "127.0.0.1 $P0"
   wait_ready $P0 $P1 $P2
   until_ok replica_up $P1; until_ok replica_up $P2
   start_coordinators $P0

@@ -111,3 +111,23 @@ func TestLostCounterAndSetAreFlagged(t *testing.T) {
 		t.Errorf("a: %v %d %v", v.Valid, v.Anomalies, v.Notes)
 	}
 }
+
+// Tokens reach the harness as integers (LEASE, SEMAPHORE) or, from scripts, as exact decimal strings.
+func TestTokenOfReadsIntegersAndScriptStrings(t *testing.T) {
+	for _, c := range []struct {
+		in   interface{}
+		want uint64
+		ok   bool
+	}{
+		{int64(42), 42, true},
+		{"9007199254740993", 9007199254740993, true},
+		{"8444249301319680001", 8444249301319680001, true},
+		{"x", 0, false},
+		{nil, 0, false},
+		{int64(0), 0, false},
+	} {
+		if got, ok := tokenOf(c.in); got != c.want || ok != c.ok {
+			t.Errorf("tokenOf(%v) = %d, %v; want %d, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}

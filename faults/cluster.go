@@ -94,6 +94,13 @@ func (c *Cluster) ByPort(port int) *Proc {
 	return nil
 }
 
+// The secrets of the harness's Ruvio groups: the nodes' built-in `coordinator` user (coordinator-pass), and the
+// coordinators' login to each other (sentinel-user/sentinel-pass).
+const (
+	coordPass = "faults-coordinator-secret"
+	peerPass  = "faults-peer-secret"
+)
+
 func (c *Cluster) nodeArgs(p *Proc, replicaOf int) (string, []string) {
 	if c.System == "redis" {
 		conf := filepath.Join(p.Dir, "redis.conf")
@@ -106,7 +113,8 @@ func (c *Cluster) nodeArgs(p *Proc, replicaOf int) (string, []string) {
 		os.Chown(conf, p.UID, p.UID)
 		return "redis-server", []string{conf}
 	}
-	args := []string{"--port", strconv.Itoa(p.Port), "--bind", "127.0.0.1", "--dir", p.Dir, "--appendonly", "yes", "--appendfsync", "always"}
+	// coordinator-pass: the built-in `coordinator` user the coordinators log in as (coordination commands).
+	args := []string{"--port", strconv.Itoa(p.Port), "--bind", "127.0.0.1", "--dir", p.Dir, "--appendonly", "yes", "--appendfsync", "always", "--coordinator-pass", coordPass}
 	if replicaOf > 0 {
 		args = append(args, "--replicaof", fmt.Sprintf("127.0.0.1 %d", replicaOf))
 	}
@@ -135,6 +143,8 @@ func (c *Cluster) coordArgs(p *Proc, primary int) (string, []string) {
 	}
 	s := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\ncoordinator-peers %s\nsentinel monitor %s 127.0.0.1 %d 2\nsentinel down-after-milliseconds %s %d\nsentinel failover-timeout %s 10000\nsentinel durability-replicas %s %d\n",
 		p.Port, p.Dir, strings.Join(peers, " "), groupName, primary, groupName, c.DownAfter, groupName, groupName, n)
+	s += fmt.Sprintf("sentinel auth-user %s coordinator\nsentinel auth-pass %s %s\nsentinel sentinel-user coordinators\nsentinel sentinel-pass %s\n",
+		groupName, groupName, coordPass, peerPass)
 	os.WriteFile(conf, []byte(s), 0o644)
 	return c.Bin, []string{"coordinator", "--config", conf}
 }

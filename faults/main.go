@@ -180,7 +180,7 @@ func runPhase(ph Phase, bin, dir string, quick bool, log func(string, ...interfa
 			think = 10 * time.Millisecond
 		}
 	}
-	wg := RunWorkloads(cl, h, stop, ph.Durable, ttl, think, 6, ph4(ph), ph3(ph))
+	wg := RunWorkloads(cl, h, stop, ph.Durable, ttl, think, 6, ph4(ph), ph3(ph), phDurable(ph), phDurable(ph))
 	nr := &NemesisRunner{cl: cl, h: h, hold: 3 * time.Second, pauseFor: 5 * time.Second, rnd: rand.New(rand.NewSource(time.Now().UnixNano())), log: log, Counts: map[string]int{}, Unhealed: map[string]int{}}
 	byName := map[string]Nemesis{}
 	for _, n := range append(append(allNemeses(ph.System), clockNemeses()...), diskNemesis()) {
@@ -301,6 +301,15 @@ func ph3(ph Phase) int {
 		return 0
 	}
 	return 2
+}
+
+// phDurable: clients of workloads 4 and 5 (transactions and scripts on durable connections): Ruvio's durable
+// phase only.
+func phDurable(ph Phase) int {
+	if ph.System != "ruvio" || !ph.Durable {
+		return 0
+	}
+	return 1
 }
 
 func containsStr(l []string, s string) bool {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -313,8 +314,237 @@ func (c *Client) counter(stop <-chan struct{}) {
 	}
 }
 
+// outcome: the status of an operation that answered err; known says whether the outcome is known (an error reply)
+// or not (a timeout, a lost connection); grant as for errStatus.
+func outcome(known bool, err error, grant bool) string {
+	if !known {
+		return "info"
+	}
+	return errStatus(err, grant)
+}
+
+// tokenOf: a fencing token from a reply: an integer from LEASE/SEMAPHORE, or the exact decimal string lock commands
+// give a script (Lua numbers are doubles and would round tokens of epoch 1 and above), which returns it as it is.
+func tokenOf(v interface{}) (uint64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return uint64(x), x > 0
+	case string:
+		t, err := strconv.ParseUint(x, 10, 64)
+		return t, err == nil && t > 0
+	}
+	return 0, false
+}
+
+// exec runs MULTI, the commands and EXEC, and returns EXEC's replies (an error reply of a command is its element,
+// as a RedisErr). An error reply to MULTI, to a queued command (NOREPLICAS on a durable connection with too few
+// replicas) or to EXEC (EXECABORT, NOTDURABLE) is known; a network error leaves the outcome unknown.
+func (c *Client) exec(cmds ...[]string) ([]interface{}, bool, error) {
+	if _, known, err := c.do("MULTI"); err != nil {
+		return nil, known, err
+	}
+	for _, cmd := range cmds {
+		if _, known, err := c.do(cmd...); err != nil {
+			// A refused command makes EXEC fail; the connection may already be dropped (c.do does on NOREPLICAS).
+			if known && c.conn != nil {
+				c.do("DISCARD")
+			}
+			return nil, known, err
+		}
+	}
+	v, known, err := c.do("EXEC")
+	if err != nil {
+		return nil, known, err
+	}
+	arr, ok := v.([]interface{})
+	if !ok || len(arr) != len(cmds) {
+		return nil, true, fmt.Errorf("EXEC answered %v", v)
+	}
+	return arr, true, nil
+}
+
+// Workload 4: the fenced register through transactions (Ruvio, durable phase). MULTI; LEASE lock:K; GET reg:K;
+// EXEC takes the lock and reads the register at one instant; MULTI; IFGT reg:K token value; RELEASE lock:K token;
+// EXEC writes and lets go. On a durable connection each EXEC is answered only once a replica fsynced it; an EXEC
+// answered NOTDURABLE had its grant undone (the grant failed) and its other writes applied (unknown).
+func (c *Client) txRegister(stop <-chan struct{}, keys, ttl int) {
+	n := 0
+	for {
+		select {
+		case <-stop:
+			c.drop()
+			return
+		default:
+		}
+		if !c.ensure() {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if c.think > 0 {
+			time.Sleep(c.think)
+		}
+		k := fmt.Sprint(c.rnd.Intn(keys))
+		n++
+		val := fmt.Sprintf("tx%d-%d", c.ID, n)
+		g := c.h.Invoke(&Op{Client: c.ID, Workload: "tx-register", Kind: "grant", Key: "lock:" + k, TTL: ttl, Limit: 1, Node: c.port})
+		r := c.h.Invoke(&Op{Client: c.ID, Workload: "tx-register", Kind: "read", Key: "reg:" + k, Node: c.port})
+		v, known, err := c.exec([]string{"LEASE", "lock:" + k, fmt.Sprint(ttl)}, []string{"GET", "reg:" + k})
+		if err != nil {
+			g.Err, r.Err = err.Error(), err.Error()
+			c.h.Complete(g, outcome(known, err, true))
+			c.h.Complete(r, "fail")
+			continue
+		}
+		token, granted := tokenOf(v[0])
+		if !granted {
+			if v[0] != nil {
+				g.Err = fmt.Sprint(v[0])
+			}
+			c.h.Complete(g, "fail")
+			c.h.Complete(r, "fail") // counted only as the read of a holder (below)
+			c.pause()
+			continue
+		}
+		g.Token, r.Token = token, token
+		c.h.Complete(g, "ok")
+		switch x := v[1].(type) {
+		case string:
+			r.Result = x
+			c.h.Complete(r, "ok")
+		case nil:
+			c.h.Complete(r, "ok")
+		default:
+			r.Err = fmt.Sprint(x)
+			c.h.Complete(r, "fail")
+		}
+		if c.conn == nil {
+			continue
+		}
+		w := c.h.Invoke(&Op{Client: c.ID, Workload: "tx-register", Kind: "write", Key: "reg:" + k, Token: token, Value: val, Node: c.port, GrantID: g.ID})
+		rel := c.h.Invoke(&Op{Client: c.ID, Workload: "tx-register", Kind: "release", Key: "lock:" + k, Token: token, GrantID: g.ID, Node: c.port})
+		v, known, err = c.exec([]string{"IFGT", "reg:" + k, fmt.Sprint(token), val}, []string{"RELEASE", "lock:" + k, fmt.Sprint(token)})
+		if err != nil {
+			w.Err, rel.Err = err.Error(), err.Error()
+			c.h.Complete(w, outcome(known, err, false))
+			c.h.Complete(rel, outcome(known, err, false))
+		} else {
+			w.Result, rel.Result = fmt.Sprint(v[0]), fmt.Sprint(v[1])
+			c.h.Complete(w, "ok")
+			c.h.Complete(rel, "ok")
+		}
+		// As in workload 1: in the durable phase the read counts only if the write after it was acknowledged.
+		if c.durable && !(w.Status == "ok" && w.Result == "1") && r.Status == "ok" {
+			r.Status = "unconfirmed"
+		}
+	}
+}
+
+// The scripts of workload 5: docs/scripting.md's lease + fenced write (the token reaches Lua, and comes back, as a
+// string), a semaphore slot, and a release with the token passed in ARGV.
+const (
+	leaseFencedScript = "local t = redis.call('LEASE', KEYS[1], ARGV[1]) if not t then return false end return {t, redis.call('IFGT', KEYS[2], t, ARGV[2])}"
+	semaphoreScript   = "return redis.call('SEMAPHORE', KEYS[1], ARGV[1], ARGV[2])"
+	releaseScript     = "return redis.call('RELEASE', KEYS[1], ARGV[1])"
+)
+
+// Workload 5: locks taken inside scripts (Ruvio, durable phase). Two in three rounds: one EVAL takes lock:K and
+// writes reg:K with IFGT and the token, a second EVAL releases it. Otherwise: an EVAL takes a slot of sem:0 (the
+// semaphore of workload 2, same limit), holds it 0-30 ms, an EVAL releases it. A script answered NOTDURABLE had its
+// grant undone (the grant failed) and its IFGT applied (unknown).
+func (c *Client) scriptLocks(stop <-chan struct{}, keys, ttl, semLimit int) {
+	n := 0
+	for {
+		select {
+		case <-stop:
+			c.drop()
+			return
+		default:
+		}
+		if !c.ensure() {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if c.think > 0 {
+			time.Sleep(c.think)
+		}
+		n++
+		var g *Op
+		var lockKey string
+		if c.rnd.Intn(3) > 0 {
+			k := fmt.Sprint(c.rnd.Intn(keys))
+			lockKey = "lock:" + k
+			val := fmt.Sprintf("s%d-%d", c.ID, n)
+			g = c.h.Invoke(&Op{Client: c.ID, Workload: "script-register", Kind: "grant", Key: lockKey, TTL: ttl, Limit: 1, Node: c.port})
+			w := c.h.Invoke(&Op{Client: c.ID, Workload: "script-register", Kind: "write", Key: "reg:" + k, Value: val, Node: c.port, GrantID: g.ID})
+			v, known, err := c.do("EVAL", leaseFencedScript, "2", lockKey, "reg:"+k, fmt.Sprint(ttl), val)
+			if err != nil {
+				g.Err, w.Err = err.Error(), err.Error()
+				c.h.Complete(g, outcome(known, err, true))
+				c.h.Complete(w, outcome(known, err, false))
+				continue
+			}
+			if v == nil {
+				c.h.Complete(g, "fail")
+				c.h.Complete(w, "fail")
+				c.pause()
+				continue
+			}
+			arr, ok := v.([]interface{})
+			var token uint64
+			if ok && len(arr) == 2 {
+				token, ok = tokenOf(arr[0])
+			}
+			if !ok {
+				g.Err = fmt.Sprintf("unexpected reply %v", v)
+				c.h.Complete(g, "info")
+				c.h.Complete(w, "info")
+				continue
+			}
+			g.Token, w.Token = token, token
+			c.h.Complete(g, "ok")
+			w.Result = fmt.Sprint(arr[1])
+			c.h.Complete(w, "ok")
+		} else {
+			lockKey = "sem:0"
+			g = c.h.Invoke(&Op{Client: c.ID, Workload: "script-mutex", Kind: "grant", Key: lockKey, TTL: ttl, Limit: semLimit, Node: c.port})
+			v, known, err := c.do("EVAL", semaphoreScript, "1", lockKey, fmt.Sprint(semLimit), fmt.Sprint(ttl))
+			if err != nil {
+				g.Err = err.Error()
+				c.h.Complete(g, outcome(known, err, true))
+				continue
+			}
+			if v == nil {
+				c.h.Complete(g, "fail")
+				c.pause()
+				continue
+			}
+			token, ok := tokenOf(v)
+			if !ok {
+				g.Err = fmt.Sprintf("unexpected reply %v", v)
+				c.h.Complete(g, "info")
+				continue
+			}
+			g.Token = token
+			c.h.Complete(g, "ok")
+			time.Sleep(time.Duration(c.rnd.Intn(30)) * time.Millisecond)
+		}
+		if c.conn == nil {
+			continue
+		}
+		rel := c.h.Invoke(&Op{Client: c.ID, Workload: g.Workload, Kind: "release", Key: lockKey, Token: g.Token, GrantID: g.ID, Node: c.port})
+		rv, known, err := c.do("EVAL", releaseScript, "1", lockKey, strconv.FormatUint(g.Token, 10))
+		if err != nil {
+			rel.Err = err.Error()
+			c.h.Complete(rel, outcome(known, err, false))
+		} else {
+			rel.Result = fmt.Sprint(rv)
+			c.h.Complete(rel, "ok")
+		}
+	}
+}
+
 // RunWorkloads starts the clients; stop ends them; the returned WaitGroup is done once every client returned.
-func RunWorkloads(cl *Cluster, h *History, stop <-chan struct{}, durable bool, ttl int, think time.Duration, nRegister, nMutex, nCounter int) *sync.WaitGroup {
+func RunWorkloads(cl *Cluster, h *History, stop <-chan struct{}, durable bool, ttl int, think time.Duration, nRegister, nMutex, nCounter, nTx, nScript int) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	id := 0
 	mk := func() *Client {
@@ -335,6 +565,16 @@ func RunWorkloads(cl *Cluster, h *History, stop <-chan struct{}, durable bool, t
 		c := mk()
 		wg.Add(1)
 		go func() { defer wg.Done(); c.counter(stop) }()
+	}
+	for i := 0; i < nTx; i++ {
+		c := mk()
+		wg.Add(1)
+		go func() { defer wg.Done(); c.txRegister(stop, 3, ttl) }()
+	}
+	for i := 0; i < nScript; i++ {
+		c := mk()
+		wg.Add(1)
+		go func() { defer wg.Done(); c.scriptLocks(stop, 3, ttl, 2) }()
 	}
 	return &wg
 }

@@ -14,6 +14,10 @@ import (
 // primary and two replicas: it finds the primary, makes a durable grant (DurableReplicas: 1), and after kill -9 of
 // the primary it finds the new one, where the grant is held with its token.
 
+
+// coordPass is the secret the nodes give their built-in `coordinator` user (coordinator-pass) and the coordinators log in with.
+const coordPass = "test-coordinator-secret"
+
 func TestSentinelDiscoveryThroughRuvioCoordinators(t *testing.T) {
 	bin := ruvioBin(t)
 	dir := t.TempDir()
@@ -22,7 +26,8 @@ func TestSentinelDiscoveryThroughRuvioCoordinators(t *testing.T) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		p, err := startProc(bin, d, append([]string{"--dir", d, "--appendonly", "yes", "--appendfsync", "always"}, extra...)...)
+		// coordinator-pass: the built-in `coordinator` user the coordinators log in as (coordination commands).
+		p, err := startProc(bin, d, append([]string{"--dir", d, "--appendonly", "yes", "--appendfsync", "always", "--coordinator-pass", coordPass}, extra...)...)
 		if err != nil {
 			t.Fatalf("starting ruvio: %v", err)
 		}
@@ -52,7 +57,9 @@ func TestSentinelDiscoveryThroughRuvioCoordinators(t *testing.T) {
 		}
 		conf := filepath.Join(d, "coordinator.conf")
 		text := fmt.Sprintf("port %s\nbind 127.0.0.1\ndir %s\ncoordinator-peers %s\nsentinel monitor mymaster 127.0.0.1 %d 2\n"+
-			"sentinel down-after-milliseconds mymaster 1000\nsentinel durability-replicas mymaster 1\n", port, d, strings.Join(peers, " "), primary.port)
+			"sentinel down-after-milliseconds mymaster 1000\nsentinel durability-replicas mymaster 1\n"+
+			"sentinel auth-user mymaster coordinator\nsentinel auth-pass mymaster %s\n"+
+			"sentinel sentinel-user coordinators\nsentinel sentinel-pass test-peer-secret\n", port, d, strings.Join(peers, " "), primary.port, coordPass)
 		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -84,6 +84,8 @@ class Procs:
             f"port {port}\nbind 127.0.0.1\ndir {d}\n"
             f"coordinator-peers {' '.join(f'127.0.0.1:{p}' for p in peers)}\n"
             f"sentinel monitor mymaster 127.0.0.1 {primary} 2\n"
+            # Coordinators log in to each other (a group of more than one refuses to start without it).
+            "sentinel sentinel-user coordinators\nsentinel sentinel-pass test-peer-secret\n"
             "sentinel down-after-milliseconds mymaster 1000\n"
             "sentinel failover-timeout mymaster 10000\n")
         self.spawn(f"coordinator-{port}", [ruvio_bin(), "coordinator", "--config", str(conf)], port)

@@ -87,7 +87,7 @@ def test_debian_stock_redis_conf_starts_ruvio_with_one_warning(tmp_path: Path) -
         ignored = warnings[0].split("):", 1)[1].strip().split(", ")
         # Every stock directive Ruvio does not act on is named, each once.
         for name in ["tcp-backlog", "rdbcompression", "dbfilename", "repl-diskless-sync", "lazyfree-lazy-eviction",
-                     "slowlog-max-len", "jemalloc-bg-thread"]:
+                     "acllog-max-len", "jemalloc-bg-thread"]:
             assert name in ignored, (name, ignored)
         assert len(ignored) == len(set(ignored))
         assert "ERROR" not in log

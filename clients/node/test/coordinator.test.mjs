@@ -38,10 +38,13 @@ async function ask(port, ...args) {
   }
 }
 
+const COORD_PASS = "test-coordinator-secret";
+
 function node(port, primary) {
   const d = path.join(dir, `node-${port}`);
   mkdirSync(d);
-  const args = ["--port", String(port), "--dir", d, "--appendonly", "yes", "--appendfsync", "always"];
+  // The nodes enable the built-in `coordinator` user the coordinators log in as (coordination commands).
+  const args = ["--port", String(port), "--dir", d, "--appendonly", "yes", "--appendfsync", "always", "--coordinator-pass", COORD_PASS];
   if (primary) args.push("--replicaof", `127.0.0.1 ${primary}`);
   return run(`node-${port}`, args);
 }
@@ -66,6 +69,10 @@ test("discovers the primary through ruvio coordinators and follows a kill -9 fai
         `sentinel monitor mymaster 127.0.0.1 ${nodes[0]} 2`,
         "sentinel down-after-milliseconds mymaster 1000",
         "sentinel durability-replicas mymaster 1",
+        "sentinel auth-user mymaster coordinator",
+        `sentinel auth-pass mymaster ${COORD_PASS}`,
+        "sentinel sentinel-user coordinators",
+        "sentinel sentinel-pass test-peer-secret",
         "",
       ].join("\n"),
     );

@@ -252,3 +252,32 @@ def test_no_objects_leak_per_command(server: Server, key: str) -> None:
     gc.collect()
     assert len(gc.get_objects()) - before < 500
     r.close()
+
+
+def test_locks_lists_holders_with_their_clients(own_server: Server) -> None:
+    worker = ruvio.Ruvio("127.0.0.1", own_server.port, client_name="report-worker")
+    admin = ruvio.Ruvio("127.0.0.1", own_server.port, protocol=2)
+    token = worker.lease("job:report", 30_000)
+    slot = admin.semaphore("upstream:billing", 4, 15_000)
+    admin.set("plain", "v")
+    locks = sorted(admin.scan_locks(), key=lambda lock: lock.key)
+    assert [lock.key for lock in locks] == [b"job:report", b"upstream:billing"]
+    [h] = locks[0].holders
+    assert (h.token, h.client_id, h.client_name) == (token, worker.client_id(), "report-worker")
+    assert h.client_addr is not None and h.client_addr.startswith("127.0.0.1:")
+    assert locks[0].kind == "lease" and locks[1].kind == "semaphore" and locks[1].limit == 4
+    assert [x.token for x in locks[1].holders] == [slot] and locks[1].holders[0].client_name is None
+    cursor, page = worker.locks(0, match="job:*", count=1000)
+    assert cursor == 0 and [lock.key for lock in page] == [b"job:report"]
+    worker.close()
+    admin.close()
+
+
+@pytest.mark.asyncio
+async def test_asyncio_locks(own_server: Server) -> None:
+    import ruvio.asyncio  # noqa: F401
+    r = ruvio.asyncio.Ruvio("127.0.0.1", own_server.port)
+    token = await r.lease("async:lock", 30_000)
+    found = [lock async for lock in r.scan_locks(match="async:*")]
+    assert [(lock.key, [h.token for h in lock.holders]) for lock in found] == [(b"async:lock", [token])]
+    await r.aclose()

@@ -29,10 +29,14 @@ def wait_until(cond, timeout: float, what: str) -> None:  # type: ignore[no-unty
     raise AssertionError(f"timed out waiting for {what}")
 
 
+COORD_PASS = "test-coordinator-secret"
+
+
 @pytest.fixture()
 def group() -> Iterator[Tuple[List[Server], List[Server]]]:
-    primary = start_ruvio("--appendonly", "yes")
-    replicas = [start_ruvio("--appendonly", "yes", "--replicaof", f"127.0.0.1 {primary.port}") for _ in range(2)]
+    # The nodes enable the built-in `coordinator` user the coordinators log in as (coordination commands).
+    primary = start_ruvio("--appendonly", "yes", "--coordinator-pass", COORD_PASS)
+    replicas = [start_ruvio("--appendonly", "yes", "--coordinator-pass", COORD_PASS, "--replicaof", f"127.0.0.1 {primary.port}") for _ in range(2)]
     ports = [free_port() for _ in range(3)]
     coords = []
     for port in ports:
@@ -43,7 +47,9 @@ def group() -> Iterator[Tuple[List[Server], List[Server]]]:
                     f"coordinator-peers {' '.join(f'127.0.0.1:{p}' for p in ports)}\n"
                     f"sentinel monitor {SERVICE} 127.0.0.1 {primary.port} 2\n"
                     f"sentinel down-after-milliseconds {SERVICE} 1000\n"
-                    f"sentinel durability-replicas {SERVICE} 1\n")
+                    f"sentinel durability-replicas {SERVICE} 1\n"
+                    f"sentinel auth-user {SERVICE} coordinator\nsentinel auth-pass {SERVICE} {COORD_PASS}\n"
+                    "sentinel sentinel-user coordinators\nsentinel sentinel-pass test-peer-secret\n")
         coords.append(Server([ruvio_bin(), "coordinator", "--config", conf], port, d).start())
     nodes = [primary, *replicas]
     try:

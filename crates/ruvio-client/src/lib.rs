@@ -27,7 +27,7 @@ pub use cmd::{cmd, Cmd};
 pub use error::{Error, ErrorKind, Result};
 pub use from_value::FromValue;
 pub use guard::{LockGuard, LossSignal};
-pub use lock_info::{LockHolder, LockInfo, LockKind};
+pub use lock_info::{ListedHolder, ListedLock, LockHolder, LockInfo, LockKind, LocksPage};
 pub use lock_options::{LockOptions, LossReason};
 pub use options::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use pipeline::{pipe, Pipeline};

@@ -37,6 +37,18 @@ pub(crate) fn lock_info(key: impl ToArg) -> Cmd {
     Cmd::lock(&lock_args::LockInfo { key: key.to_arg() })
 }
 
+/// `LOCKS cursor [MATCH pattern] [COUNT n]` (not a typed lock command of `lock_args`: it takes no key).
+pub(crate) fn locks(cursor: u64, pattern: Option<&str>, count: Option<u64>) -> Cmd {
+    let mut c = Cmd::new("LOCKS").arg(cursor);
+    if let Some(p) = pattern {
+        c = c.arg("MATCH").arg(p);
+    }
+    if let Some(n) = count {
+        c = c.arg("COUNT").arg(n);
+    }
+    c
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,6 +67,8 @@ mod tests {
         assert_eq!(words(&semaphore("s", 3, 10, Some(5))), [&b"SEMAPHORE"[..], b"s", b"3", b"10", b"WAIT", b"5"]);
         assert_eq!(words(&ifgt("r", 9i64, "v", Some(60)).unwrap()), [&b"IFGT"[..], b"r", b"9", b"v", b"PX", b"60"]);
         assert_eq!(words(&lock_info("k")), [&b"LOCKINFO"[..], b"k"]);
+        assert_eq!(words(&locks(0, None, None)), [&b"LOCKS"[..], b"0"]);
+        assert_eq!(words(&locks(7, Some("job:*"), Some(100))), [&b"LOCKS"[..], b"7", b"MATCH", b"job:*", b"COUNT", b"100"]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! What `LOCKINFO` tells about a lock or semaphore.
 
+use bytes::Bytes;
 use ruvio_protocol::Value;
 
 use crate::error::{Error, Result};
@@ -101,5 +102,115 @@ impl FromValue for LockInfo {
             return Err(Error::type_error("LOCKINFO reply without a kind"));
         }
         Ok(info)
+    }
+}
+
+/// One holder as `LOCKS` lists it: [`LockHolder`]'s fields plus when it was granted and to which client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListedHolder {
+    /// The holder's fencing token.
+    pub token: Token,
+    /// Milliseconds until the holder's grant expires.
+    pub remaining_ms: i64,
+    /// When it was granted, Unix ms.
+    pub granted_ms: i64,
+    /// How long it has held the lock, ms.
+    pub held_ms: i64,
+    /// `CLIENT ID` of the connection it was granted to; `None` when the node did not grant it since it started.
+    pub client_id: Option<i64>,
+    /// That connection's `CLIENT SETNAME` name at grant time, if any.
+    pub client_name: Option<String>,
+    /// That connection's address (`ip:port`), if known.
+    pub client_addr: Option<String>,
+}
+
+/// One lock as `LOCKS` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListedLock {
+    /// The lock's key.
+    pub key: Vec<u8>,
+    /// Lease or semaphore.
+    pub kind: LockKind,
+    /// How many holders are allowed at once (1 for a lease).
+    pub limit: i64,
+    /// The current holders.
+    pub holders: Vec<ListedHolder>,
+    /// How many clients wait for it.
+    pub waiters: i64,
+}
+
+/// One page of `LOCKS cursor ...` ([`Client::locks`](crate::Client::locks)): the cursor to continue from (0: the
+/// iteration is over) and the locks of this page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocksPage {
+    /// Where the next call continues; 0 when the iteration is complete.
+    pub cursor: u64,
+    /// The locks of this page (possibly none).
+    pub locks: Vec<ListedLock>,
+}
+
+impl FromValue for ListedHolder {
+    fn from_value(v: Value) -> Result<Self> {
+        let mut h = ListedHolder { token: 0, remaining_ms: 0, granted_ms: 0, held_ms: 0, client_id: None, client_name: None, client_addr: None };
+        let mut seen_token = false;
+        for (k, v) in pairs(v)? {
+            match field_name(&k).as_deref() {
+                Some("token") => {
+                    h.token = i64::from_value(v)?;
+                    seen_token = true;
+                }
+                Some("remaining_ms") => h.remaining_ms = i64::from_value(v)?,
+                Some("granted_ms") => h.granted_ms = i64::from_value(v)?,
+                Some("held_ms") => h.held_ms = i64::from_value(v)?,
+                Some("client_id") => h.client_id = Option::from_value(v)?,
+                Some("client_name") => h.client_name = Option::from_value(v)?,
+                Some("client_addr") => h.client_addr = Option::from_value(v)?,
+                _ => {}
+            }
+        }
+        if !seen_token {
+            return Err(Error::type_error("LOCKS holder without a token"));
+        }
+        Ok(h)
+    }
+}
+
+impl FromValue for ListedLock {
+    fn from_value(v: Value) -> Result<Self> {
+        let mut lock = ListedLock { key: Vec::new(), kind: LockKind::Lease, limit: 1, holders: Vec::new(), waiters: 0 };
+        for (k, v) in pairs(v)? {
+            match field_name(&k).as_deref() {
+                Some("key") => lock.key = Bytes::from_value(v)?.to_vec(),
+                Some("kind") => {
+                    let name = String::from_value(v)?;
+                    lock.kind = match name.as_str() {
+                        "lease" => LockKind::Lease,
+                        "semaphore" => LockKind::Semaphore,
+                        _ => LockKind::Other(name),
+                    };
+                }
+                Some("limit") => lock.limit = i64::from_value(v)?,
+                Some("holders") => lock.holders = Vec::from_value(v)?,
+                Some("waiters") => lock.waiters = i64::from_value(v)?,
+                _ => {}
+            }
+        }
+        Ok(lock)
+    }
+}
+
+impl FromValue for LocksPage {
+    fn from_value(v: Value) -> Result<Self> {
+        let mut items = elements(v)?.into_iter();
+        match (items.next(), items.next(), items.next()) {
+            (Some(cursor), Some(locks), None) => {
+                let cursor = String::from_value(cursor)?;
+                let cursor = cursor.parse().map_err(|_| Error::type_error("LOCKS cursor is not a number"))?;
+                Ok(LocksPage { cursor, locks: Vec::from_value(locks)? })
+            }
+            _ => Err(Error::type_error("LOCKS reply is not [cursor, locks]")),
+        }
     }
 }

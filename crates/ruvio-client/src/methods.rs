@@ -243,6 +243,26 @@ macro_rules! client_methods {
                 self.query(&lc::lock_info(key))$(.$aw)?
             }
 
+            /// `LOCKS cursor [MATCH pattern] [COUNT n]`: one page of the database's locks with their holders'
+            /// tokens, grant times and clients; continue with the returned cursor until it is 0 (as SCAN).
+            pub $($async)? fn locks(&mut self, cursor: u64, pattern: Option<&str>, count: Option<u64>) -> Result<LocksPage> {
+                self.query(&lc::locks(cursor, pattern, count))$(.$aw)?
+            }
+
+            /// Every lock (matching `pattern`), iterating `LOCKS` to the end.
+            pub $($async)? fn locks_all(&mut self, pattern: Option<&str>) -> Result<Vec<ListedLock>> {
+                let mut out = Vec::new();
+                let mut cursor = 0;
+                loop {
+                    let page = self.locks(cursor, pattern, Some(100))$(.$aw)??;
+                    out.extend(page.locks);
+                    if page.cursor == 0 {
+                        return Ok(out);
+                    }
+                    cursor = page.cursor;
+                }
+            }
+
             /// Takes the lock `key` (`LEASE`, waiting if `options` say so) and returns a guard that renews it in the
             /// background and signals its loss; `None` when someone else holds it (or, after waiting, when the grant
             /// had already run out by the time it arrived). See [`LockGuard`].

@@ -172,3 +172,37 @@ fn lock_info_in_resp2_and_resp3() {
         db.release(&key, t).unwrap();
     }
 }
+
+/// `Client::locks` / `locks_all` (LOCKS): every lock with its holders' tokens and the clients they were granted to,
+/// parsed the same in RESP2 and RESP3; strings are not listed.
+#[test]
+fn locks_lists_holders_with_their_clients() {
+    let server = Server::start();
+    for proto in [Protocol::Resp2, Protocol::Resp3] {
+        let mut admin = server.builder().protocol(proto).connect().unwrap();
+        let _: () = ruvio_client::cmd("FLUSHALL").query(&mut admin).unwrap();
+        let mut worker = server.builder().protocol(proto).client_name("report-worker").connect().unwrap();
+        let worker_id: i64 = ruvio_client::cmd("CLIENT").arg("ID").query(&mut worker).unwrap();
+        let token = worker.lease("job:report", 30_000).unwrap().unwrap();
+        let slot = admin.semaphore("upstream:billing", 4, 15_000).unwrap().unwrap();
+        admin.set("plain", "v").unwrap();
+
+        let mut all = admin.locks_all(None).unwrap();
+        all.sort_by(|a, b| a.key.cmp(&b.key));
+        assert_eq!(all.iter().map(|l| l.key.as_slice()).collect::<Vec<_>>(), [&b"job:report"[..], b"upstream:billing"]);
+        let lease = &all[0];
+        assert_eq!((&lease.kind, lease.limit, lease.waiters), (&LockKind::Lease, 1, 0));
+        let h = &lease.holders[0];
+        assert_eq!((h.token, h.client_id, h.client_name.as_deref()), (token, Some(worker_id), Some("report-worker")));
+        assert!(h.client_addr.as_deref().is_some_and(|a| a.starts_with("127.0.0.1:")), "{h:?}");
+        assert!(h.remaining_ms > 29_000 && h.held_ms < 10_000 && h.granted_ms > 1_700_000_000_000, "{h:?}");
+        let sem = &all[1];
+        assert_eq!((&sem.kind, sem.limit, sem.holders.len()), (&LockKind::Semaphore, 4, 1));
+        assert_eq!((sem.holders[0].token, sem.holders[0].client_name.as_deref()), (slot, None));
+
+        let page = admin.locks(0, Some("job:*"), Some(1000)).unwrap();
+        assert_eq!(page.cursor, 0);
+        assert_eq!(page.locks.len(), 1);
+        assert_eq!(page.locks[0].key, b"job:report");
+    }
+}

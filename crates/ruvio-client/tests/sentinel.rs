@@ -36,6 +36,10 @@ impl Drop for Proc {
     }
 }
 
+
+/// The secret the nodes give their built-in `coordinator` user (coordinator-pass), which the coordinators log in with.
+const COORD_PASS: &str = "test-coordinator-secret";
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -85,7 +89,8 @@ fn start_group() -> Group {
     for (i, &p) in ports.iter().enumerate() {
         let d: PathBuf = dir.path().join(format!("node-{p}"));
         std::fs::create_dir_all(&d).unwrap();
-        let mut args: Vec<String> = ["--port", &p.to_string(), "--dir", d.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always"].iter().map(|s| s.to_string()).collect();
+        // coordinator-pass: the built-in `coordinator` user the coordinators log in as (coordination commands).
+        let mut args: Vec<String> = ["--port", &p.to_string(), "--dir", d.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always", "--coordinator-pass", COORD_PASS].iter().map(|s| s.to_string()).collect();
         if i > 0 {
             args.extend(["--replicaof".to_string(), format!("127.0.0.1 {}", ports[0])]);
         }
@@ -102,7 +107,7 @@ fn start_group() -> Group {
         std::fs::write(
             &conf,
             format!(
-                "port {c}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel durability-replicas mymaster 1\n",
+                "port {c}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel durability-replicas mymaster 1\nsentinel auth-user mymaster coordinator\nsentinel auth-pass mymaster {COORD_PASS}\nsentinel sentinel-user coordinators\nsentinel sentinel-pass test-peer-secret\n",
                 d.display(),
                 peers.join(" "),
                 ports[0]

@@ -20,6 +20,9 @@ pub struct GroupConfig {
     pub durability_replicas: u32,
     /// Password the coordinator sends (AUTH) to the group's nodes.
     pub auth_pass: Option<String>,
+    /// The ACL user it logs in as (`sentinel auth-user`; Ruvio nodes: `coordinator`, enabled by their
+    /// `coordinator-pass`).
+    pub auth_user: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -33,8 +36,14 @@ pub struct Config {
     pub announce_ip: Option<String>,
     pub announce_port: Option<u16>,
     pub requirepass: Option<String>,
+    /// How coordinators log in to each other (`sentinel sentinel-user` / `sentinel sentinel-pass`): only a
+    /// connection that did may send `COORDINATOR ...` (raft, proposals, IS-DOWN).
+    pub sentinel_user: Option<String>,
+    pub sentinel_pass: Option<String>,
     pub loglevel: String,
     pub groups: Vec<GroupConfig>,
+    /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
+    pub metrics_port: u16,
 }
 
 impl Default for Config {
@@ -47,8 +56,11 @@ impl Default for Config {
             announce_ip: None,
             announce_port: None,
             requirepass: None,
+            sentinel_user: None,
+            sentinel_pass: None,
             loglevel: "notice".into(),
             groups: Vec::new(),
+            metrics_port: 0,
         }
     }
 }
@@ -127,6 +139,7 @@ impl Config {
             "dir" => self.dir = PathBuf::from(one()?),
             "requirepass" => self.requirepass = Some(one()?.to_string()).filter(|s| !s.is_empty()),
             "loglevel" => self.loglevel = one()?.to_string(),
+            "metrics-port" => self.metrics_port = parse_num("metrics-port", one()?)?,
             "coordinator-peers" => self.peers = args.to_vec(),
             // Accepted and ignored: they change nothing for the coordinator.
             "logfile" | "protected-mode" | "pidfile" => {}
@@ -171,6 +184,7 @@ impl Config {
                     parallel_syncs: 1,
                     durability_replicas: 0,
                     auth_pass: None,
+                    auth_user: None,
                 });
             }
             "down-after-milliseconds" => {
@@ -196,6 +210,18 @@ impl Config {
             "auth-pass" => {
                 need(2)?;
                 self.group_mut(&rest[0])?.auth_pass = Some(rest[1].clone());
+            }
+            "auth-user" => {
+                need(2)?;
+                self.group_mut(&rest[0])?.auth_user = Some(rest[1].clone());
+            }
+            "sentinel-user" => {
+                need(1)?;
+                self.sentinel_user = Some(rest[0].clone()).filter(|s| !s.is_empty());
+            }
+            "sentinel-pass" => {
+                need(1)?;
+                self.sentinel_pass = Some(rest[0].clone()).filter(|s| !s.is_empty());
             }
             "announce-ip" => {
                 need(1)?;
@@ -237,11 +263,29 @@ impl Config {
                 return Err(format!("coordinator-peers: '{p}' is not host:port"));
             }
         }
+        if peers.len() > 1 && (self.sentinel_user.is_none() || self.sentinel_pass.is_none()) {
+            // Without it any process that reaches a coordinator's port could send raft messages and proposals.
+            return Err("a group of more than one coordinator needs `sentinel sentinel-user <user>` and `sentinel sentinel-pass <password>` (the same on every coordinator): coordinators authenticate to each other with them".into());
+        }
         let idx = peers
             .iter()
             .position(|p| *p == me)
             .ok_or_else(|| format!("coordinator-peers does not list this coordinator's own address {me} (set bind/port or sentinel announce-ip/announce-port)"))?;
         Ok((peers, idx as u64 + 1))
+    }
+}
+
+impl Config {
+    /// How this coordinator logs in to the other coordinators.
+    pub fn peer_auth(&self) -> Option<(Option<&str>, &str)> {
+        self.sentinel_pass.as_deref().map(|p| (self.sentinel_user.as_deref(), p))
+    }
+}
+
+impl GroupConfig {
+    /// How this coordinator logs in to the group's nodes.
+    pub fn node_auth(&self) -> Option<(Option<&str>, &str)> {
+        self.auth_pass.as_deref().map(|p| (self.auth_user.as_deref(), p))
     }
 }
 
@@ -265,11 +309,14 @@ mod tests {
             "port 26380",
             "dir /tmp/x",
             "coordinator-peers 127.0.0.1:26381 127.0.0.1:26380",
+            "sentinel sentinel-user peer",
+            "sentinel sentinel-pass s3cret",
             "sentinel monitor mymaster 127.0.0.1 6379 2",
             "sentinel down-after-milliseconds mymaster 1000",
             "sentinel failover-timeout mymaster 5000",
             "sentinel parallel-syncs mymaster 1",
             "sentinel durability-replicas mymaster 1",
+            "sentinel auth-user mymaster coordinator",
         ] {
             c.apply(&w(l)).unwrap();
         }
@@ -281,6 +328,10 @@ mod tests {
         assert_eq!(id, 1);
         assert!(c.apply(&w("sentinel down-after-milliseconds other 10")).is_err());
         assert!(c.apply(&w("bogus 1")).is_err());
+        assert_eq!(c.groups[0].node_auth(), None, "auth-user alone sends no AUTH");
+        let mut open = c.clone();
+        open.sentinel_pass = None;
+        assert!(open.members().unwrap_err().contains("sentinel-pass"), "a group without peer authentication must not start");
         c.apply(&w("coordinator-peers 127.0.0.1:1 127.0.0.1:2")).unwrap();
         assert!(c.members().is_err(), "own address missing from the peers must be refused");
     }

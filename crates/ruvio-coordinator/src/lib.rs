@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod decide;
+pub mod metrics;
 pub mod monitor;
 pub mod node;
 pub mod raft;
@@ -96,7 +97,7 @@ impl Coordinator {
         }
         let leader = self.leader_addr().ok_or("no consensus leader (a majority of coordinators must be up)")?;
         let body = serde_json::to_vec(&cmd).map_err(|e| e.to_string())?;
-        let mut c = node::Conn::connect(&leader, self.cfg.requirepass.as_deref(), Duration::from_secs(2))
+        let mut c = node::Conn::connect(&leader, self.cfg.peer_auth(), Duration::from_secs(2))
             .await
             .map_err(|e| format!("forwarding to the leader {leader}: {e}"))?;
         let v = c
@@ -133,7 +134,7 @@ pub async fn run(cfg: Config) -> Result<(), String> {
     let log = LogStore::open(&cfg.dir).map_err(|e| format!("opening the raft log: {e}"))?;
     let sm = StateMachine::open(&cfg.dir, events.clone()).map_err(|e| format!("opening the state: {e}"))?;
     let rcfg = Arc::new(raft::raft_config().validate().map_err(|e| e.to_string())?);
-    let network = Network { password: cfg.requirepass.clone() };
+    let network = Network { auth: cfg.sentinel_pass.clone().map(|p| (cfg.sentinel_user.clone(), p)) };
     let raft = Raft::new(node_id, rcfg, network, log, sm.clone()).await.map_err(|e| format!("starting raft: {e}"))?;
 
     let listeners = server::bind(&cfg).await?;
@@ -162,6 +163,7 @@ pub async fn run(cfg: Config) -> Result<(), String> {
     for l in listeners {
         tokio::spawn(server::accept_loop(co.clone(), l));
     }
+    metrics::start(co.clone()).await?;
     // A fresh node proposes the configured membership; on a node that already has state this is refused, harmlessly.
     if !raft.is_initialized().await.map_err(|e| e.to_string())? {
         let nodes: BTreeMap<u64, BasicNode> =

@@ -114,9 +114,25 @@ async fn probe_loop(co: Arc<Coordinator>, addr: String, gc: GroupConfig) {
     let interval = probe_interval(&gc);
     let reply_limit = Duration::from_millis(gc.down_after_ms.max(500));
     let mut conn: Option<Conn> = None;
+    // A node that refuses this coordinator (wrong password, no `coordinator-pass`) is logged, at most twice a minute.
+    let mut last_refusal_log: Option<Instant> = None;
+    let mut log_refusal = |what: String| {
+        if last_refusal_log.is_none_or(|t| t.elapsed() >= Duration::from_secs(30)) {
+            last_refusal_log = Some(Instant::now());
+            tracing::warn!("{what}");
+        }
+    };
     loop {
         if conn.is_none() {
-            conn = Conn::connect(&addr, gc.auth_pass.as_deref(), reply_limit).await.ok();
+            conn = match Conn::connect(&addr, gc.node_auth(), reply_limit).await {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    if e.to_string().contains("AUTH refused") {
+                        log_refusal(format!("{}: {e} (check `sentinel auth-user` / `sentinel auth-pass` for {})", addr, gc.name));
+                    }
+                    None
+                }
+            };
         }
         if let Some(c) = conn.as_mut() {
             if let Some(h) = co.health.lock().unwrap().get_mut(&addr) {
@@ -136,7 +152,17 @@ async fn probe_loop(co: Arc<Coordinator>, addr: String, gc: GroupConfig) {
                     if let Some(args) = lease {
                         let args: Vec<&str> = args.iter().map(String::as_str).collect();
                         match c.cmd(&args, reply_limit).await {
-                            Ok(v) if v.is_error() => tracing::debug!("{addr} refused the write lease: {}", text(&v)),
+                            Ok(v) if v.is_error() => {
+                                let t = text(&v);
+                                if t.starts_with("NOPERM") || t.starts_with("NOAUTH") {
+                                    log_refusal(format!(
+                                        "{addr} refused the write lease: {t} (the node needs `coordinator-pass <secret>`, this coordinator `sentinel auth-user {} coordinator` and `sentinel auth-pass {} <secret>`)",
+                                        gc.name, gc.name
+                                    ));
+                                } else {
+                                    tracing::debug!("{addr} refused the write lease: {t}");
+                                }
+                            }
                             Ok(_) => {}
                             Err(_) => conn = None,
                         }
@@ -259,10 +285,10 @@ async fn count_down_votes(co: &Arc<Coordinator>, addr: &str) -> usize {
     for peer in co.members.iter().filter(|p| **p != me) {
         let peer = peer.clone();
         let addr = addr.to_string();
-        let pass = co.cfg.requirepass.clone();
+        let auth = co.cfg.sentinel_pass.clone().map(|p| (co.cfg.sentinel_user.clone(), p));
         tasks.push(tokio::spawn(async move {
             let lim = Duration::from_millis(800);
-            let Ok(mut c) = Conn::connect(&peer, pass.as_deref(), lim).await else { return false };
+            let Ok(mut c) = Conn::connect(&peer, auth.as_ref().map(|(u, p)| (u.as_deref(), p.as_str())), lim).await else { return false };
             matches!(c.cmd(&["COORDINATOR", "IS-DOWN", &addr], lim).await, Ok(Value::Integer(1)))
         }));
     }
@@ -281,7 +307,7 @@ fn split(addr: &str) -> (String, String) {
 }
 
 async fn node_cmd(addr: &str, gc: &GroupConfig, args: &[&str], limit: Duration) -> Result<Value, String> {
-    let mut c = Conn::connect(addr, gc.auth_pass.as_deref(), limit).await.map_err(|e| format!("{addr}: {e}"))?;
+    let mut c = Conn::connect(addr, gc.node_auth(), limit).await.map_err(|e| format!("{addr}: {e}"))?;
     let v = c.cmd(args, limit).await.map_err(|e| format!("{addr}: {e}"))?;
     if v.is_error() {
         return Err(format!("{addr} answered {}", text(&v)));

@@ -18,13 +18,16 @@ fn timeout_err(what: &str) -> std::io::Error {
 }
 
 impl Conn {
-    /// Connects and, when `password` is set, authenticates.
-    pub async fn connect(addr: &str, password: Option<&str>, limit: Duration) -> std::io::Result<Conn> {
+    /// Connects and, when `auth` is set (an optional ACL user name and a password), authenticates.
+    pub async fn connect(addr: &str, auth: Option<(Option<&str>, &str)>, limit: Duration) -> std::io::Result<Conn> {
         let stream = tokio::time::timeout(limit, TcpStream::connect(addr)).await.map_err(|_| timeout_err("connect"))??;
         stream.set_nodelay(true)?;
         let mut c = Conn { stream, buf: BytesMut::new() };
-        if let Some(p) = password {
-            let v = c.cmd(&["AUTH", p], limit).await?;
+        if let Some((user, pass)) = auth {
+            let v = match user {
+                Some(u) => c.cmd(&["AUTH", u, pass], limit).await?,
+                None => c.cmd(&["AUTH", pass], limit).await?,
+            };
             if v.is_error() {
                 return Err(std::io::Error::other(format!("AUTH refused by {addr}: {}", text(&v))));
             }

@@ -306,13 +306,14 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
 // Network: raft RPCs as RESP commands to the peer's coordinator port.
 
 pub struct Network {
-    pub password: Option<String>,
+    /// How this coordinator logs in to its peers (sentinel-user, sentinel-pass).
+    pub auth: Option<(Option<String>, String)>,
 }
 
 pub struct PeerClient {
     target: u64,
     addr: String,
-    password: Option<String>,
+    auth: Option<(Option<String>, String)>,
     conn: Option<Conn>,
 }
 
@@ -320,7 +321,7 @@ impl RaftNetworkFactory<TypeConfig> for Network {
     type Network = PeerClient;
 
     async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerClient {
-        PeerClient { target, addr: node.addr.clone(), password: self.password.clone(), conn: None }
+        PeerClient { target, addr: node.addr.clone(), auth: self.auth.clone(), conn: None }
     }
 }
 
@@ -334,7 +335,7 @@ impl PeerClient {
         let body = serde_json::to_vec(req).map_err(|e| RPCError::Network(NetworkError::new(&e)))?;
         let limit = limit.max(Duration::from_millis(200));
         if self.conn.is_none() {
-            let c = Conn::connect(&self.addr, self.password.as_deref(), limit).await.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
+            let c = Conn::connect(&self.addr, self.auth.as_ref().map(|(u, p)| (u.as_deref(), p.as_str())), limit).await.map_err(|e| RPCError::Unreachable(Unreachable::new(&e)))?;
             self.conn = Some(c);
         }
         let conn = self.conn.as_mut().unwrap();

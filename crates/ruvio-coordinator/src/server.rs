@@ -51,11 +51,18 @@ struct Session {
     co: Arc<Coordinator>,
     proto: Protocol,
     authed: bool,
+    /// Logged in as the other coordinators do (sentinel-user / sentinel-pass): may send `COORDINATOR ...`.
+    peer: bool,
     name: Option<String>,
     channels: Vec<String>,
     patterns: Vec<String>,
     events: Option<broadcast::Receiver<Event>>,
     quit: bool,
+}
+
+/// Password comparison whose time does not depend on how much of a guess was right.
+fn ct_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn bulk(s: impl AsRef<str>) -> Value {
@@ -98,7 +105,7 @@ pub fn glob(p: &[u8], s: &[u8]) -> bool {
 impl Session {
     fn new(co: Arc<Coordinator>) -> Session {
         let authed = co.cfg.requirepass.is_none();
-        Session { co, proto: Protocol::Resp2, authed, name: None, channels: Vec::new(), patterns: Vec::new(), events: None, quit: false }
+        Session { co, proto: Protocol::Resp2, authed, peer: false, name: None, channels: Vec::new(), patterns: Vec::new(), events: None, quit: false }
     }
 
     async fn run(mut self, mut s: TcpStream) -> std::io::Result<()> {
@@ -224,6 +231,9 @@ impl Session {
             }
             "INFO" => one(Value::Verbatim { format: *b"txt", text: Bytes::from(self.info(args.get(1).map(|s| s.as_str()))) }),
             "SENTINEL" if args.len() >= 2 => one(self.sentinel(&args[1..]).await),
+            // Raft messages, proposals and IS-DOWN come only from coordinators that logged in as one: a client that
+            // could send them could make any address the primary.
+            "COORDINATOR" if !self.peer => one(err("NOPERM COORDINATOR commands are accepted only from coordinators logged in with sentinel-user/sentinel-pass")),
             "COORDINATOR" if args.len() >= 2 => one(self.coordinator(&args[1..], &req[1..]).await),
             "SUBSCRIBE" | "PSUBSCRIBE" if args.len() >= 2 => {
                 if self.events.is_none() {
@@ -280,8 +290,17 @@ impl Session {
         }
     }
 
-    fn check_pass(&self, user: Option<&str>, pass: &str) -> bool {
-        user.is_none_or(|u| u == "default") && self.co.cfg.requirepass.as_deref().is_some_and(|p| p == pass)
+    /// A client password (`requirepass`, the default user's) or the coordinators' own login (`sentinel-user` /
+    /// `sentinel-pass`), which also makes this session a peer.
+    fn check_pass(&mut self, user: Option<&str>, pass: &str) -> bool {
+        let cfg = &self.co.cfg;
+        if let (Some(u), Some(su), Some(sp)) = (user, cfg.sentinel_user.as_deref(), cfg.sentinel_pass.as_deref()) {
+            if u == su && ct_eq(pass, sp) {
+                self.peer = true;
+                return true;
+            }
+        }
+        user.is_none_or(|u| u == "default") && cfg.requirepass.as_deref().is_some_and(|p| ct_eq(p, pass))
     }
 
     fn auth(&mut self, a: &[String]) -> Value {
@@ -290,7 +309,7 @@ impl Session {
             2 => (Some(a[0].as_str()), a[1].as_str()),
             _ => return err("ERR wrong number of arguments for 'auth' command"),
         };
-        if self.co.cfg.requirepass.is_none() {
+        if self.co.cfg.requirepass.is_none() && (user.is_none() || self.co.cfg.sentinel_pass.is_none()) {
             return err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
         }
         if self.check_pass(user, pass) {
@@ -315,7 +334,8 @@ impl Session {
         while i < a.len() {
             match a[i].to_ascii_uppercase().as_str() {
                 "AUTH" if i + 2 < a.len() => {
-                    if self.co.cfg.requirepass.is_none() || !self.check_pass(Some(&a[i + 1]), &a[i + 2]) {
+                    let (u, p) = (a[i + 1].clone(), a[i + 2].clone());
+                    if !self.check_pass(Some(&u), &p) {
                         return err("WRONGPASS invalid username-password pair or user is disabled.");
                     }
                     self.authed = true;
@@ -661,7 +681,7 @@ impl Session {
                 if force {
                     args.push("FORCE");
                 }
-                match Conn::connect(&leader, self.co.cfg.requirepass.as_deref(), Duration::from_secs(2)).await {
+                match Conn::connect(&leader, self.co.cfg.peer_auth(), Duration::from_secs(2)).await {
                     Ok(mut c) => c.cmd(&args, Duration::from_secs(60)).await.unwrap_or_else(|e| err(format!("ERR forwarding to the leader {leader}: {e}"))),
                     Err(e) => err(format!("NOQUORUM the consensus leader {leader} is unreachable ({e}): a failover needs a majority of coordinators")),
                 }
@@ -693,7 +713,7 @@ impl Session {
         let me = self.co.cfg.self_addr();
         let mut n = 1;
         for p in self.co.members.iter().filter(|p| **p != me) {
-            if let Ok(mut c) = Conn::connect(p, self.co.cfg.requirepass.as_deref(), Duration::from_millis(800)).await {
+            if let Ok(mut c) = Conn::connect(p, self.co.cfg.peer_auth(), Duration::from_millis(800)).await {
                 if matches!(c.cmd(&["PING"], Duration::from_millis(800)).await, Ok(Value::Simple(_))) {
                     n += 1;
                 }

@@ -165,6 +165,14 @@ impl ClusterState {
                 let Some(f) = g.failover.clone().filter(|f| f.epoch == *epoch) else {
                     return refuse(g.epoch, format!("no failover in progress at epoch {epoch}"));
                 };
+                // Validated here, where every coordinator applies it alike: a failover ends only on a known replica
+                // of the group, and with a durability level (not forced) only on one that promised this epoch.
+                if !g.replicas.contains(to) {
+                    return refuse(g.epoch, format!("{to} is not a known replica of {name}"));
+                }
+                if g.durability_n >= 1 && !*forced && g.promises.get(to).is_none_or(|p| *p < *epoch) {
+                    return refuse(g.epoch, format!("{to} did not promise epoch {epoch}"));
+                }
                 let old = std::mem::replace(&mut g.primary, to.clone());
                 g.replicas.retain(|r| r != to);
                 if !g.replicas.contains(&old) {
@@ -258,6 +266,25 @@ mod tests {
         assert!(ev.iter().any(|e| e.channel == "+switch-master" && e.message == "m h 1 h 2"));
         // The old primary can no longer be failed over from.
         assert!(!s.apply(&Command::BeginFailover { name: "m".into(), from: "h:1".into(), min_epoch: 0, reason: "x".into(), now_ms: 4 }, &mut ev).ok);
+    }
+
+    #[test]
+    fn finish_only_to_a_known_replica_that_promised() {
+        let mut s = ClusterState::default();
+        let mut ev = Vec::new();
+        s.apply(&Command::AddGroup { name: "m".into(), primary: "h:1".into(), durability_n: 1 }, &mut ev);
+        s.apply(&Command::AddReplicas { name: "m".into(), replicas: vec!["h:2".into()], durable: vec!["h:2".into()] }, &mut ev);
+        let e = begin(&mut s, 0).epoch;
+        let finish = |s: &mut ClusterState, to: &str, forced: bool| {
+            s.apply(&Command::FinishFailover { name: "m".into(), epoch: e, to: to.into(), forced, note: String::new(), now_ms: 2 }, &mut Vec::new())
+        };
+        // An address that is not a member (a forged proposal) is never made the primary, forced or not.
+        assert!(!finish(&mut s, "evil:6666", true).ok);
+        // A member that did not promise this epoch is not promoted unless forced.
+        assert!(!finish(&mut s, "h:2", false).ok);
+        s.apply(&Command::RecordPromise { name: "m".into(), replica: "h:2".into(), epoch: e }, &mut ev);
+        assert!(finish(&mut s, "h:2", false).ok);
+        assert_eq!(s.groups["m"].primary, "h:2");
     }
 
     fn begin(s: &mut ClusterState, min_epoch: u64) -> Response {

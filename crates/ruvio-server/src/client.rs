@@ -58,6 +58,24 @@ impl Outbox {
     }
 }
 
+/// A lock grant made for a durable connection (`CLIENT DURABILITY REPLICAS n`): undone if the command it came
+/// from (LEASE, SEMAPHORE, an EXEC or a script that granted) is not acknowledged by the replicas in time.
+#[derive(Debug, Clone)]
+pub struct Grant {
+    pub db: usize,
+    pub key: Bytes,
+    pub token: i64,
+}
+
+/// What a durable connection's current command did, which decides its durable wait: whether it logged anything, and
+/// the lock grants to undo if that is not acknowledged in time. Kept in [`ClientInfo`] because a script reports
+/// here from the thread it runs on, with a client state of its own.
+#[derive(Debug, Default)]
+pub struct DurablePending {
+    pub wrote: bool,
+    pub grants: Vec<Grant>,
+}
+
 /// The parts of a client that other tasks can see.
 pub struct ClientInfo {
     pub id: u64,
@@ -85,6 +103,10 @@ pub struct ClientInfo {
     killed: AtomicBool,
     pub kill_notify: Notify,
     pub outbox: Outbox,
+    /// Filled only on a durable connection; taken by its durable wait after each command.
+    pub durable: Mutex<DurablePending>,
+    /// The ACL user this connection is logged in as (CLIENT LIST `user=`, CLIENT KILL USER, ACL DELUSER).
+    pub user: Mutex<String>,
 }
 
 impl ClientInfo {
@@ -111,6 +133,8 @@ impl ClientInfo {
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
             outbox: Outbox::default(),
+            durable: Mutex::new(DurablePending::default()),
+            user: Mutex::new("default".into()),
         }
     }
 
@@ -142,7 +166,7 @@ impl ClientInfo {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -158,6 +182,7 @@ impl ClientInfo {
                 (Some(parent), name) => format!("{parent}|{name}"),
                 (None, name) => name.to_string(),
             },
+            self.user.lock(),
             self.resp.load(Ordering::Relaxed),
             self.lib_name.lock(),
             self.lib_ver.lock(),
@@ -188,6 +213,8 @@ pub struct ClientState {
     pub db: usize,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// The ACL user whose permissions apply (None: not logged in, or the server's own replay, which is not checked).
+    pub user: Option<Arc<crate::acl::User>>,
     /// Commands queued since MULTI.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command failed to queue: EXEC will answer EXECABORT.
@@ -204,6 +231,9 @@ pub struct ClientState {
     pub extra_replies: Vec<ruvio_protocol::Value>,
     /// `CLIENT DURABILITY REPLICAS n`: each write is answered once n replicas (and this node) fsynced it.
     pub durability_replicas: usize,
+    /// On a durable connection, the lock a blocked LEASE/SEMAPHORE ... WAIT waits for (database, key): the grant it
+    /// receives is one to undo if it is not acknowledged in time.
+    pub lock_wait: Option<(usize, Bytes)>,
     /// Set by PSYNC: the connection becomes a replication link once this command's batch is done.
     pub handover: Option<Handover>,
 }
@@ -215,6 +245,7 @@ impl ClientState {
             db: 0,
             proto: Protocol::Resp2,
             authenticated,
+            user: None,
             multi: None,
             multi_error: false,
             watch_flag: Arc::new(WatchFlag::default()),
@@ -225,7 +256,26 @@ impl ClientState {
             close_without_reply: false,
             extra_replies: Vec::new(),
             durability_replicas: 0,
+            lock_wait: None,
             handover: None,
+        }
+    }
+
+    /// Logs the connection in as `user` (AUTH, HELLO AUTH, or the default user at connect time).
+    pub fn login(&mut self, user: Arc<crate::acl::User>) {
+        *self.info.user.lock() = user.name.clone();
+        self.user = Some(user);
+        self.authenticated = true;
+    }
+
+    /// Logs the connection out (RESET, or its user was deleted): back to the default user if it needs no
+    /// password, else unauthenticated.
+    pub fn logout(&mut self, acl: &crate::acl::Acl) {
+        self.user = None;
+        self.authenticated = false;
+        *self.info.user.lock() = "default".into();
+        if let Some(u) = acl.autologin() {
+            self.login(u);
         }
     }
 
@@ -235,5 +285,14 @@ impl ClientState {
 
     pub fn id(&self) -> u64 {
         self.info.id
+    }
+
+    /// On a durable connection: this command granted `token` on `key` (database `db`).
+    pub fn note_durable_grant(&self, db: usize, key: Bytes, token: i64) {
+        if self.durability_replicas > 0 {
+            let mut d = self.info.durable.lock();
+            d.wrote = true;
+            d.grants.push(Grant { db, key, token });
+        }
     }
 }

@@ -66,6 +66,9 @@ pub struct Config {
     pub durability_timeout: u64,
     /// Bytes of recent write-log records kept in memory for consumers that fall behind (replicas resuming).
     pub repl_backlog_size: u64,
+    /// `repl-timeout`, seconds: a replica link that takes no part of a snapshot, or sends no acknowledgement, for
+    /// this long is dropped (Redis's name and default).
+    pub repl_timeout: u64,
     pub aof_load_truncated: bool,
     pub save: String,
     pub output_normal: OutputLimit,
@@ -93,6 +96,16 @@ pub struct Config {
     pub notify_keyspace_events: u32,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms: past it, a running script makes others get -BUSY.
     pub busy_reply_threshold: u64,
+    /// `user <name> <rules...>` lines (ACL users defined in the config file; acl.rs), in order.
+    pub users: Vec<String>,
+    /// `aclfile`: where ACL LOAD/SAVE read and write users (empty: none).
+    pub aclfile: String,
+    /// `masteruser` / `masterauth`: how this node, as a replica, logs in to its primary.
+    pub masteruser: Option<String>,
+    pub masterauth: Option<String>,
+    /// `coordinator-pass`: enables the built-in user `coordinator` (@coordination), which `ruvio coordinator` logs
+    /// in as; without it no one may run the coordination commands (docs/coordinator.md).
+    pub coordinator_pass: Option<String>,
     /// Bytes of used memory (resident set) past which commands flagged `denyoom` are refused with Redis's OOM
     /// error (0 = no limit). Only `maxmemory-policy noeviction` exists: Ruvio never evicts keys (a lock key evicted
     /// would be a lock granted twice).
@@ -103,6 +116,14 @@ pub struct Config {
     pub pidfile: String,
     /// `text` (one human-readable line per event) or `json` (one JSON object per line).
     pub log_format: String,
+    /// SLOWLOG: commands taking at least this many µs are logged (negative: never; 0: every command) ...
+    pub slowlog_log_slower_than: i64,
+    /// ... keeping the newest this many entries.
+    pub slowlog_max_len: u64,
+    /// LATENCY: commands taking at least this many ms are sampled (0: off).
+    pub latency_monitor_threshold: u64,
+    /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
+    pub metrics_port: u16,
     /// The configuration file the server was started with, as an absolute path (INFO server's `config_file`); not
     /// a parameter.
     pub config_file: String,
@@ -132,6 +153,7 @@ impl Default for Config {
             auto_aof_rewrite_percentage: 100,
             auto_aof_rewrite_min_size: 64 * 1024 * 1024,
             repl_backlog_size: 1024 * 1024,
+            repl_timeout: 60,
             replicaof: String::new(),
             durability_timeout: 5000,
             min_replicas_to_write: 0,
@@ -154,10 +176,19 @@ impl Default for Config {
             list_compress_depth: 0,
             set_max_listpack_entries: 128,
             set_max_listpack_value: 64,
+            users: Vec::new(),
+            aclfile: String::new(),
+            masteruser: None,
+            masterauth: None,
+            coordinator_pass: None,
             maxmemory: 0,
             logfile: String::new(),
             pidfile: String::new(),
             log_format: "text".into(),
+            metrics_port: 0,
+            slowlog_log_slower_than: 10_000,
+            slowlog_max_len: 128,
+            latency_monitor_threshold: 0,
             config_file: String::new(),
             ignored: Vec::new(),
         }
@@ -219,6 +250,11 @@ pub struct Param {
 pub const MAX_PROTO_MAX_BULK_LEN: u64 = 2047 * 1024 * 1024;
 
 /// An integer within Redis's bounds for the parameter, with Redis's texts.
+/// The longest a durable write may wait for its acknowledgements (one hour). A lock grant waiting that long is
+/// undone only when the wait ends, so a larger value (`99999999999999` was accepted) would hold a lock that no
+/// client was ever told it got for as long as the value says.
+pub const MAX_DURABILITY_TIMEOUT_MS: i64 = 3_600_000;
+
 fn num_between(v: &str, lo: i64, hi: i64) -> Result<i64, String> {
     let n: i64 = num(v)?;
     if n < lo || n > hi {
@@ -298,6 +334,12 @@ pub static PARAMS: &[Param] = &[
     Param { name: "port", get: |c| c.port.to_string(), set: |c, v| { c.port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
     Param { name: "dir", get: |c| c.dir.display().to_string(), set: |c, v| { c.dir = PathBuf::from(v); Ok(()) }, mutable: false },
     Param { name: "requirepass", get: |c| c.requirepass.clone().unwrap_or_default(), set: |c, v| { c.requirepass = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
+    // ACL (acl.rs): `user` lines accumulate (one per user, as in redis.conf); CONFIG GET shows none of them.
+    Param { name: "user", get: |_| String::new(), set: |c, v| { crate::acl::parse_user_line(&format!("user {v}"))?; c.users.push(v.to_string()); Ok(()) }, mutable: false },
+    Param { name: "aclfile", get: |c| c.aclfile.clone(), set: |c, v| { c.aclfile = v.to_string(); Ok(()) }, mutable: false },
+    Param { name: "masteruser", get: |c| c.masteruser.clone().unwrap_or_default(), set: |c, v| { c.masteruser = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
+    Param { name: "masterauth", get: |c| c.masterauth.clone().unwrap_or_default(), set: |c, v| { c.masterauth = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
+    Param { name: "coordinator-pass", get: |c| c.coordinator_pass.clone().unwrap_or_default(), set: |c, v| { c.coordinator_pass = (!v.is_empty()).then(|| v.to_string()); Ok(()) }, mutable: true },
     Param { name: "databases", get: |c| c.databases.to_string(), set: |c, v| { let n: usize = num(v)?; if n == 0 || n > 1024 { return Err("argument must be between 1 and 1024".into()) } c.databases = n; Ok(()) }, mutable: false },
     Param { name: "maxclients", get: |c| c.maxclients.to_string(), set: |c, v| { let n: i128 = num(v)?; if n < 1 || n > u32::MAX as i128 { return Err("argument must be between 1 and 4294967295 inclusive".into()) } c.maxclients = n as usize; Ok(()) }, mutable: true },
     Param { name: "timeout", get: |c| c.timeout.to_string(), set: |c, v| { c.timeout = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
@@ -313,7 +355,8 @@ pub static PARAMS: &[Param] = &[
     Param { name: "replicaof", get: |c| c.replicaof.clone(), set: |c, v| { c.replicaof = replicaof_value(v)?; Ok(()) }, mutable: false },
     Param { name: "min-replicas-to-write", get: |c| c.min_replicas_to_write.to_string(), set: |c, v| { c.min_replicas_to_write = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "min-replicas-max-lag", get: |c| c.min_replicas_max_lag.to_string(), set: |c, v| { c.min_replicas_max_lag = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
-    Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, i64::MAX)? as u64; Ok(()) }, mutable: true },
+    Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, MAX_DURABILITY_TIMEOUT_MS)? as u64; Ok(()) }, mutable: true },
+    Param { name: "repl-timeout", get: |c| c.repl_timeout.to_string(), set: |c, v| { c.repl_timeout = num_between(v, 1, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "repl-backlog-size", get: |c| c.repl_backlog_size.to_string(), set: |c, v| { c.repl_backlog_size = mem_between(v, 16 * 1024, i64::MAX as u64)?; Ok(()) }, mutable: true },
     Param { name: "auto-aof-rewrite-min-size", get: |c| c.auto_aof_rewrite_min_size.to_string(), set: |c, v| { c.auto_aof_rewrite_min_size = mem(v)?; Ok(()) }, mutable: true },
     Param { name: "aof-load-truncated", get: |c| yes_no(c.aof_load_truncated), set: |c, v| { c.aof_load_truncated = boolean(v)?; Ok(()) }, mutable: true },
@@ -338,6 +381,10 @@ pub static PARAMS: &[Param] = &[
     // Evicting a key could evict a lock, and a lock evicted is a lock granted twice: only `noeviction` (refuse
     // writes over maxmemory) is honoured.
     Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts keys (an evicted lock would be granted twice); only noeviction is accepted".into()) }, mutable: true },
+    Param { name: "metrics-port", get: |c| c.metrics_port.to_string(), set: |c, v| { c.metrics_port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
+    Param { name: "slowlog-log-slower-than", get: |c| c.slowlog_log_slower_than.to_string(), set: |c, v| { c.slowlog_log_slower_than = num_between(v, -1, i64::MAX)?; Ok(()) }, mutable: true },
+    Param { name: "slowlog-max-len", get: |c| c.slowlog_max_len.to_string(), set: |c, v| { c.slowlog_max_len = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
+    Param { name: "latency-monitor-threshold", get: |c| c.latency_monitor_threshold.to_string(), set: |c, v| { c.latency_monitor_threshold = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "logfile", get: |c| c.logfile.clone(), set: |c, v| { c.logfile = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "pidfile", get: |c| c.pidfile.clone(), set: |c, v| { c.pidfile = v.to_string(); Ok(()) }, mutable: false },
     Param { name: "log-format", get: |c| c.log_format.clone(), set: |c, v| { let f = v.to_ascii_lowercase(); if f != "text" && f != "json" { return Err("argument must be one of text, json".into()) } c.log_format = f; Ok(()) }, mutable: false },
@@ -415,9 +462,6 @@ pub static IGNORED: &[Ignored] = &[
     Ignored { name: "active-expire-effort", honoured: any, why: "active expiry works to its own budget" },
     // Observability Ruvio does not have (yet).
     Ignored { name: "acllog-max-len", honoured: any, why: "no ACL log" },
-    Ignored { name: "slowlog-log-slower-than", honoured: any, why: "no slow log yet" },
-    Ignored { name: "slowlog-max-len", honoured: any, why: "no slow log yet" },
-    Ignored { name: "latency-monitor-threshold", honoured: any, why: "no latency monitor yet" },
     Ignored { name: "latency-tracking", honoured: any, why: "no latency tracking" },
     // Encodings of data types Ruvio does not store (hashes are real parameters).
     Ignored { name: "hll-sparse-max-bytes", honoured: any, why: "no HyperLogLogs" },

@@ -39,7 +39,8 @@ pub struct Connection {
     outbuf: BytesMut,
     parser: RequestParser,
     state: ClientState,
-    /// Under `appendfsync always`: the LSN that must be fsynced before the buffered replies may leave.
+    /// The LSN that must be on disk before the buffered replies may leave: fsynced under `appendfsync always`,
+    /// written to the log file under `everysec` and `no` (`Aof::durability_target`).
     durable_before_reply: Option<u64>,
     /// The command whose reply is being waited for (a blocked LEASE), so a durable connection can wait for its grant.
     blocked_args: Option<Vec<Bytes>>,
@@ -52,7 +53,11 @@ enum Step {
 
 impl Connection {
     pub fn new(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>) -> Self {
-        let authenticated = shared.config.read().requirepass.is_none();
+        let user = shared.acl.autologin();
+        let mut state = ClientState::new(info, false);
+        if let Some(u) = user {
+            state.login(u);
+        }
         Connection {
             shared,
             stream,
@@ -61,7 +66,7 @@ impl Connection {
             inbuf: BytesMut::new(),
             outbuf: BytesMut::new(),
             parser: RequestParser::new(),
-            state: ClientState::new(info, authenticated),
+            state,
             durable_before_reply: None,
             blocked_args: None,
         }
@@ -202,6 +207,9 @@ impl Connection {
                 };
                 // A grant that waited is as durable as any other write on a durable connection.
                 let args = self.blocked_args.take().unwrap_or_default();
+                if let (Some((db, key)), Value::Integer(token)) = (self.state.lock_wait.take(), &reply) {
+                    self.state.note_durable_grant(db, key, *token);
+                }
                 let shared = self.shared.clone();
                 let durable = (!args.is_empty()).then(|| self.durable_wait(&shared, &mut None, &args, Some(&reply))).flatten();
                 let reply = match durable {
@@ -300,23 +308,26 @@ impl Connection {
         (Step::Continue, None)
     }
 
-    /// On a durable connection (CLIENT DURABILITY REPLICAS n), a write that logged something is answered only once
-    /// it is fsynced here and on n replicas: the wait for that, with the reply it will give.
+    /// On a durable connection (CLIENT DURABILITY REPLICAS n), a command that logged something (a write, an EXEC, a
+    /// script: `commands::call` notes it, from the script's thread too) is answered only once it is fsynced here and
+    /// on n replicas: the wait for that, with the reply it will give and the grants to undo if it does not come.
     fn durable_wait<'g>(&self, shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>, args: &[Bytes], reply: Option<&Value>) -> Option<Block> {
         let n = self.state.durability_replicas;
         let reply = reply?;
         // Cheap checks first: this runs after every command of every connection.
-        if n == 0 || self.state.multi.is_some() || reply.is_error() {
+        if n == 0 || self.state.multi.is_some() {
             return None;
         }
-        // A write command, or a script (it may have written: its effects are logged as the commands it ran, and it
-        // may have run on another thread, so the wait covers everything logged up to now).
-        if !commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE) || r.spec.group == "scripting") {
+        let pending = std::mem::take(&mut *self.state.info.durable.lock());
+        // An error reply acknowledges nothing (a script that wrote and then failed keeps its writes, as in Redis).
+        if !pending.wrote || reply.is_error() {
             return None;
         }
         let store = guard.get_or_insert_with(|| shared.store.lock());
+        // Everything logged up to now: a script may have run on another thread, its records staged since.
         let lsn = shared.commit_log(store);
-        Some(crate::replication::durable::wait(shared, self.state.db, lsn, n, args, reply.clone()))
+        let single = commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE));
+        Some(crate::replication::durable::wait(shared, lsn, n, pending.grants, reply.clone(), single))
     }
 
     /// Runs one command. `None` means: close the connection without a reply.
@@ -424,7 +435,7 @@ impl Connection {
 
     async fn flush(&mut self) -> std::io::Result<()> {
         if let Some(lsn) = self.durable_before_reply.take() {
-            self.shared.aof.wait_synced(&self.shared, lsn).await;
+            self.shared.aof.wait_before_reply(&self.shared, lsn).await;
         }
         if self.outbuf.is_empty() {
             return Ok(());

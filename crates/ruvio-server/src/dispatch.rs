@@ -30,6 +30,15 @@ pub fn execute<'g>(
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
     match commands::resolve(args) {
+        Ok(resolved) if caller == Caller::Client => {
+            // Per-command calls, errors and latency for the metrics endpoint (a blocked command's wait excluded).
+            let (spec, started) = (resolved.spec, std::time::Instant::now());
+            let out = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            let took = started.elapsed();
+            shared.metrics.record(spec, took, out.0.is_error());
+            shared.metrics.slow.observe(spec, took, args, &client.info);
+            out
+        }
         Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),
         Err(e) => refuse(caller, client, e),
     }
@@ -64,6 +73,11 @@ fn execute_resolved<'g>(
         if !client.authenticated && !spec.has(flags::NOAUTH) {
             return (Value::error(ERR_NOAUTH), None);
         }
+        // Redis logs a denial inside MULTI (queued or run by EXEC) with the context `multi`.
+        let context = if client.multi.is_some() || client.info.in_multi.load(Ordering::Relaxed) { "multi" } else { "toplevel" };
+        if let Some(denied) = acl_denied(shared, client, &resolved, args, context) {
+            return refuse(caller, client, denied);
+        }
         if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
             return (subscribed_only(&resolved.full_name()), None);
         }
@@ -82,8 +96,9 @@ fn execute_resolved<'g>(
             if !shared.replication.enough_good_replicas() {
                 return refuse(caller, client, Value::error(ERR_NOREPLICAS));
             }
-            if client.durability_replicas > 0 && client.multi.is_none() && shared.replication.online_durable_replicas() < client.durability_replicas {
+            if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
                 // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
+                // Inside MULTI this makes EXEC fail, as Redis's min-replicas-to-write does; EXEC checks again.
                 return refuse(caller, client, Value::error(ERR_NOREPLICAS));
             }
             if let Some(reason) = shared.aof.write_error() {
@@ -93,6 +108,11 @@ fn execute_resolved<'g>(
                 // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
                 return refuse(caller, client, Value::error(ERR_RECORD_TOO_LARGE));
             }
+        }
+    }
+    if caller == Caller::Script {
+        if let Some(denied) = acl_denied(shared, client, &resolved, args, "lua") {
+            return (denied, None);
         }
     }
     if caller == Caller::Script && spec.has(flags::WRITE) && shared.replication.is_replica() {
@@ -108,10 +128,39 @@ fn execute_resolved<'g>(
             return (Value::simple("QUEUED"), None);
         }
     }
-    let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client, execute);
+    let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client, caller, execute);
     let reply = commands::call(&mut ctx);
     let block = if is_client { ctx.block.take() } else { None };
     (reply, block)
+}
+
+/// The ACL gate: whether the connection's user may run this command (or subcommand) on these keys; a denial is
+/// recorded in ACL LOG and answered with Redis's NOPERM text. Channels are checked by the pub/sub commands.
+fn acl_denied(shared: &Shared, client: &ClientState, resolved: &commands::Resolved, args: &[Bytes], context: &'static str) -> Option<Value> {
+    let user = client.user.as_ref()?;
+    let spec = resolved.spec;
+    if spec.has(flags::NOAUTH) && !spec.has(flags::ADMIN) {
+        // What runs before authentication (AUTH, HELLO, QUIT, RESET) runs for every user too, as in Redis: a user
+        // must always be able to switch users or leave.
+        return None;
+    }
+    let perms = user.perms();
+    if !perms.may_run(spec) {
+        let name = resolved.full_name();
+        shared.acl.log_denial("command", context, name.clone(), &user.name, client.info.describe());
+        return Some(noperm_command(&name));
+    }
+    if !perms.all_keys {
+        let write = spec.has(flags::WRITE);
+        for i in spec.key_indexes(args.len()) {
+            if !perms.may_access_key(&args[i], write) {
+                let key = String::from_utf8_lossy(&args[i]).into_owned();
+                shared.acl.log_denial("key", context, key, &user.name, client.info.describe());
+                return Some(Value::error(ERR_NOPERM_KEY));
+            }
+        }
+    }
+    None
 }
 
 /// Applies write-log records as [`Caller::Replay`], each at the instant it was logged, so its relative times land

@@ -48,6 +48,9 @@ pub const ERR_NESTED_MULTI: &str = "ERR MULTI calls can not be nested";
 pub const ERR_EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
 pub const ERR_WATCH_IN_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
 pub const ERR_EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
+/// EXEC on a durable connection with too few replicas to acknowledge its writes (Redis's text for an EXEC refused by
+/// min-replicas-to-write).
+pub const ERR_EXECABORT_NOREPLICAS: &str = "EXECABORT Transaction discarded because of: NOREPLICAS Not enough good replicas to write.";
 
 // ----- the server's state -----
 pub const ERR_LOADING: &str = "LOADING Redis is loading the dataset in memory";
@@ -128,10 +131,21 @@ pub const ERR_PSYNC_ON_REPLICA: &str = "ERR this node is a replica; replicas of 
 pub const ERR_NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const ERR_DURABILITY_NO_AOF: &str = "ERR CLIENT DURABILITY REPLICAS needs appendonly yes on this node (a durable write is fsynced here as well)";
 
+/// A script passed a fencing token as a Lua number of 2^53 or more: a double that large may be another token rounded.
+pub const ERR_SCRIPT_TOKEN_NUMBER: &str = "ERR fencing token passed as a Lua number of 2^53 or more, where a number may be another token rounded; pass tokens as the strings LEASE and SEMAPHORE return in scripts";
+
 /// A durable lock grant that n replicas did not acknowledge in time: taken back through the log.
 pub fn not_durable_grant_undone(replicas: usize, timeout_ms: u64) -> ruvio_protocol::Value {
     ruvio_protocol::Value::error(format!(
         "NOTDURABLE the grant was not acknowledged as fsynced by {replicas} replica(s) within {timeout_ms} ms; it was undone and the lock is not held"
+    ))
+}
+
+/// A durable transaction or script that n replicas did not acknowledge in time: its lock grants were taken back
+/// through the log; anything else it wrote stays applied.
+pub fn not_durable_grants_undone(grants: usize, replicas: usize, timeout_ms: u64) -> ruvio_protocol::Value {
+    ruvio_protocol::Value::error(format!(
+        "NOTDURABLE the transaction or script was not acknowledged as fsynced by {replicas} replica(s) within {timeout_ms} ms; its {grants} lock grant(s) were undone and those locks are not held; any other write it made was applied here and a failover may lose it"
     ))
 }
 
@@ -268,6 +282,9 @@ pub fn script_runtime_error(name: &str, text: &str) -> Value {
     Value::error(format!("ERR Error running script (call to {name}): {text}"))
 }
 pub const ERR_LUA_STACK_LIMIT: &str = "ERR reached lua stack limit";
+/// A script's return value that would make an unbounded reply: tables reached more than once (a cycle, or one table
+/// under many parents) beyond 100,000 elements, or more than 512 MB of strings in all.
+pub const ERR_SCRIPT_REPLY_TOO_LARGE: &str = "ERR script reply too large: tables reached more than once add up to over 100000 elements, or strings to over 512 MB";
 
 // ----- the rest -----
 pub const ERR_AUTH_NO_PASSWORD: &str =
@@ -293,3 +310,18 @@ pub fn no_token_reservation(why: &str) -> Value {
 
 /// Redis's text for a `denyoom` command refused while used memory is above `maxmemory` (policy noeviction).
 pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+
+// ----- ACL (acl.rs, commands/acl_family.rs): Redis 7.0's texts -----
+
+pub const ERR_NOPERM_KEY: &str = "NOPERM this user has no permissions to access one of the keys used as arguments";
+pub const ERR_NOPERM_CHANNEL: &str = "NOPERM this user has no permissions to access one of the channels used as arguments";
+
+/// A command the user may not run (`get`, `client|kill`).
+pub fn noperm_command(name: &str) -> Value {
+    Value::error(format!("NOPERM this user has no permissions to run the '{name}' command"))
+}
+
+/// `REPLICAOF ... EPOCH e` by a user without @coordination.
+pub const ERR_NOPERM_EPOCH: &str = "NOPERM this user has no permissions to run 'replicaof' with EPOCH (ACL category @coordination, the coordinators' user)";
+/// `REPLICAOF NO ONE EPOCH <last epoch>` without FORCE.
+pub const ERR_LAST_EPOCH: &str = "ERR this is the last failover epoch: no later failover could raise tokens above it (docs/fencing.md); add FORCE to promote at it anyway";

@@ -112,7 +112,7 @@ async fn admit(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     let _ = stream.set_nodelay(true);
     let (maxclients, protected, has_password, keepalive) = {
         let c = shared.config.read();
-        (c.maxclients, c.protected_mode, c.requirepass.is_some(), c.tcp_keepalive)
+        (c.maxclients, c.protected_mode, !shared.acl.default_is_open(), c.tcp_keepalive)
     };
     if keepalive > 0 {
         crate::os::set_keepalive(&stream, keepalive);

@@ -60,6 +60,8 @@ pub struct Shared {
     next_client_id: AtomicU64,
     pub pubsub: Mutex<PubSub>,
     pub stats: Stats,
+    /// Per-command and durable-write counters for the metrics endpoint (metrics.rs).
+    pub metrics: crate::metrics::Metrics,
     /// 40 hex characters, new at every start.
     pub run_id: String,
     pub started: Instant,
@@ -81,6 +83,8 @@ pub struct Shared {
     pub scripts: crate::scripting::Scripting,
     /// `notify-keyspace-events` (class bits), copied here so a write checks it without the config lock.
     pub notify_flags: AtomicU64,
+    /// ACL users (acl.rs): who may log in, and what each user may run and touch.
+    pub acl: crate::acl::Acl,
 }
 
 impl Shared {
@@ -161,6 +165,14 @@ impl Shared {
         let backlog = config.repl_backlog_size as usize;
         let min_replicas = (config.min_replicas_to_write, config.min_replicas_max_lag);
         let notify = config.notify_keyspace_events;
+        let metrics = crate::metrics::Metrics::default();
+        metrics.slow.configure(&config);
+        // `run` checked the ACL configuration before (a bad one refuses to start); a library caller gets the
+        // default user alone and an error line.
+        let acl = crate::acl::Acl::from_config(&config).unwrap_or_else(|e| {
+            tracing::error!("ACL configuration: {e}");
+            crate::acl::Acl::new()
+        });
         let shared = Arc::new(Shared {
             config: RwLock::new(config),
             store: Mutex::new(Store::new(databases)),
@@ -168,6 +180,7 @@ impl Shared {
             next_client_id: AtomicU64::new(1),
             pubsub: Mutex::new(PubSub::default()),
             stats: Stats::default(),
+            metrics,
             run_id,
             started: Instant::now(),
             shutdown: watch::channel(false).0,
@@ -179,6 +192,7 @@ impl Shared {
             replication: crate::replication::Replication::default(),
             scripts: crate::scripting::Scripting::default(),
             notify_flags: AtomicU64::new(0),
+            acl,
         });
         shared.apply_config_copies(min_replicas);
         shared.set_notify_flags(&mut shared.store.lock(), notify);
@@ -196,6 +210,7 @@ impl Shared {
 
     pub fn request_shutdown(&self) {
         self.shutdown.send_replace(true);
+        self.scripts.stop_for_shutdown();
     }
 
     pub fn is_shutting_down(&self) -> bool {

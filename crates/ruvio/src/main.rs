@@ -5,6 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+mod lock_cmd;
 use ruvio_server::Config;
 
 /// `ruvio --version`: the crate version and the git commit it was built from.
@@ -59,6 +61,10 @@ enum Command {
     },
     /// Run a failover coordinator (answers the Sentinel protocol; see docs/coordinator.md).
     Coordinator(CoordinatorArgs),
+    /// Run a command while holding a lease: ruvio lock [-h host] [-p port] [-a password] [--user name] NAME
+    /// --ttl 30s [--wait 10s] -- COMMAND... (the fencing token is in RUVIO_FENCING_TOKEN; exit codes in
+    /// docs/commands.md, "ruvio lock").
+    Lock(lock_cmd::LockArgs),
 }
 
 #[derive(Args, Clone, Default)]
@@ -84,6 +90,9 @@ struct CoordinatorArgs {
     /// Log level: debug, verbose, notice, warning, nothing.
     #[arg(long)]
     loglevel: Option<String>,
+    /// Serve Prometheus metrics on GET /metrics at this port (default 0: off).
+    #[arg(long = "metrics-port")]
+    metrics_port: Option<u16>,
 }
 
 fn build_coordinator_config(a: &CoordinatorArgs) -> Result<ruvio_coordinator::Config, String> {
@@ -109,6 +118,9 @@ fn build_coordinator_config(a: &CoordinatorArgs) -> Result<ruvio_coordinator::Co
     }
     if let Some(v) = &a.loglevel {
         set(vec!["loglevel".into(), v.clone()])?;
+    }
+    if let Some(v) = a.metrics_port {
+        set(vec!["metrics-port".into(), v.to_string()])?;
     }
     c.members()?;
     Ok(c)
@@ -250,6 +262,7 @@ fn main() -> ExitCode {
             return ExitCode::from(ruvio_server::persistence::check::run(&path, fix) as u8);
         }
         Some(Command::Coordinator(a)) => return run_coordinator(&a),
+        Some(Command::Lock(a)) => return lock_cmd::run(&a),
         None => cli.server,
     };
     let config = match build_config(&args) {

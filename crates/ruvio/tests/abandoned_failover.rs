@@ -69,6 +69,7 @@ fn node(dir: &Path, port: u16, primary: Option<u16>) -> Proc {
     std::fs::create_dir_all(&d).unwrap();
     let mut c = Command::new(bin());
     c.args(["--port", &port.to_string(), "--dir", d.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always"]);
+    c.args(["--coordinator-pass", common::COORD_PASS]);
     if let Some(p) = primary {
         c.args(["--replicaof", &format!("127.0.0.1 {p}")]);
     }
@@ -86,9 +87,10 @@ fn coordinator(dir: &Path, cp: u16, peers: &[String], primary: u16) -> Proc {
     std::fs::write(
         &conf,
         format!(
-            "port {cp}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {primary} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster 1\n",
+            "port {cp}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {primary} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster 1\n{}",
             d.display(),
-            peers.join(" ")
+            peers.join(" "),
+            common::coordinator_auth_conf("mymaster", true)
         ),
     )
     .unwrap();

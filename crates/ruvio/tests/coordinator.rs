@@ -75,8 +75,10 @@ impl Coordinators {
         let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
         let peers: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let conf = format!(
-            "bind 127.0.0.1\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {primary} {quorum}\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel parallel-syncs mymaster 1\n{extra}",
-            peers.join(" ")
+            "bind 127.0.0.1\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {primary} {quorum}\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel parallel-syncs mymaster 1\n{}{extra}",
+            peers.join(" "),
+            // redis-server nodes: no `coordinator` user there, only the coordinators' own login.
+            common::coordinator_auth_conf("mymaster", false)
         );
         let mut c = Coordinators { dir: dir.to_path_buf(), ports, procs: Vec::new(), conf };
         for i in 0..n {

@@ -57,6 +57,7 @@ fn node(dir: &Path, port: u16, primary: Option<u16>) -> Proc {
     std::fs::create_dir_all(&d).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_ruvio"));
     c.args(["--port", &port.to_string(), "--dir", d.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always"]);
+    c.args(["--coordinator-pass", common::COORD_PASS]);
     if let Some(p) = primary {
         c.args(["--replicaof", &format!("127.0.0.1 {p}")]);
     }
@@ -85,7 +86,7 @@ fn durable_failover_waits_for_promises_then_promotes_a_replica_with_every_durabl
     let conf = cdir.join("c.conf");
     std::fs::write(
         &conf,
-        format!("port {cp}\ndir {}\nsentinel monitor mymaster 127.0.0.1 {p0} 1\nsentinel down-after-milliseconds mymaster 1000\nsentinel durability-replicas mymaster 1\n", cdir.display()),
+        format!("port {cp}\ndir {}\nsentinel monitor mymaster 127.0.0.1 {p0} 1\nsentinel down-after-milliseconds mymaster 1000\nsentinel durability-replicas mymaster 1\n{}", cdir.display(), common::coordinator_auth_conf("mymaster", true)),
     )
     .unwrap();
     let _co = Proc(

@@ -50,6 +50,9 @@ fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators
     wait_for("the replica online", || replica_online(p0));
     let epoch = line(&text(p0, &["INFO", "replication"]), "ruvio_epoch").unwrap();
     let mut c = durable_conn(p0, 1000);
+    // The coordination commands need the coordinator user (coordinator-pass); a client's connection is refused them.
+    let mut co = Conn::as_coordinator(p0);
+    assert!(err(&c.cmd(&["REPLICATION", "LEASE", "OFF"])).starts_with("NOPERM"));
 
     // Never leased: durable writes need only the replica.
     assert_eq!(lease_state(p0), "not-required");
@@ -57,14 +60,14 @@ fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators
 
     // Leases that name another epoch, a bad range, or a replica are refused and change nothing.
     let other = (epoch.parse::<u64>().unwrap() + 1).to_string();
-    assert!(err(&c.cmd(&["REPLICATION", "LEASE", &other, "1000", "1", "3"])).contains("refused: this primary is at epoch"));
-    assert!(err(&c.cmd(&["REPLICATION", "LEASE", &epoch, "0", "1", "3"])).starts_with("ERR lease"));
-    assert!(err(&c.cmd(&["REPLICATION", "LEASE", &epoch, "1000", "4", "3"])).starts_with("ERR lease"));
-    assert!(err(&cmd(p1, &["REPLICATION", "LEASE", &epoch, "1000", "1", "3"]).unwrap()).contains("replica"));
+    assert!(err(&co.cmd(&["REPLICATION", "LEASE", &other, "1000", "1", "3"])).contains("refused: this primary is at epoch"));
+    assert!(err(&co.cmd(&["REPLICATION", "LEASE", &epoch, "0", "1", "3"])).starts_with("ERR lease"));
+    assert!(err(&co.cmd(&["REPLICATION", "LEASE", &epoch, "1000", "4", "3"])).starts_with("ERR lease"));
+    assert!(err(&Conn::as_coordinator(p1).cmd(&["REPLICATION", "LEASE", &epoch, "1000", "1", "3"])).contains("replica"));
     assert_eq!(lease_state(p0), "not-required");
 
     // One coordinator of three: not a majority. The durable grant times out, is undone, and says why.
-    assert!(is_ok(&c.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "1", "3"])));
+    assert!(is_ok(&co.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "1", "3"])));
     assert_eq!(lease_state(p0), "expired");
     let refused = err(&c.cmd(&["LEASE", "k2", "60000"]));
     assert!(refused.starts_with("NOTDURABLE") && refused.contains("not been leased by a majority") && refused.contains("undone"), "{refused}");
@@ -78,13 +81,13 @@ fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators
     assert!(is_ok(&c.cmd(&["CONFIG", "SET", "durability-timeout", "20000"])));
     c.send(&["LEASE", "k3", "60000"]).unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    assert!(is_ok(&plain.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "2", "3"])));
+    assert!(is_ok(&co.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "2", "3"])));
     token(&c.read_reply().unwrap());
     assert_eq!(lease_state(p0), "valid");
     assert_eq!(line(&text(p0, &["INFO", "replication"]), "ruvio_write_lease_coordinators").as_deref(), Some("2/2"));
 
     // A lease ends on its own.
-    assert!(is_ok(&c.cmd(&["REPLICATION", "LEASE", &epoch, "300", "1", "1"])));
+    assert!(is_ok(&co.cmd(&["REPLICATION", "LEASE", &epoch, "300", "1", "1"])));
     assert_eq!(lease_state(p0), "valid");
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(lease_state(p0), "expired");
@@ -96,10 +99,11 @@ fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators
     wait_for("the replica online again", || replica_online(p0));
     assert_eq!(lease_state(p0), "expired");
     let mut c = durable_conn(p0, 1000);
+    let mut co = Conn::as_coordinator(p0);
     assert!(err(&c.cmd(&["LEASE", "k4", "60000"])).contains("not been leased"));
 
     // An operator takes over: durable writes no longer need the coordinators, also after a restart.
-    assert!(is_ok(&c.cmd(&["REPLICATION", "LEASE", "OFF"])));
+    assert!(is_ok(&co.cmd(&["REPLICATION", "LEASE", "OFF"])));
     assert_eq!(lease_state(p0), "not-required");
     token(&c.cmd(&["LEASE", "k4", "60000"]));
     drop(c);
@@ -126,7 +130,7 @@ fn only_replicas_of_the_coordinators_durability_set_count_for_durable_writes() {
     assert_eq!(durable_replicas(p0), 2, "without coordinators every replica counts");
 
     // D = {r1}, named by two coordinators of three (a majority), one more names r2 too (not a majority for r2).
-    let mut admin = Conn::connect(p0);
+    let mut admin = Conn::as_coordinator(p0);
     assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "1", "3", "DURABLE", &r1])));
     assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "2", "3", "DURABLE", &r1])));
     assert!(is_ok(&admin.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "3", "3", "DURABLE", &r1, &r2])));
@@ -138,7 +142,7 @@ fn only_replicas_of_the_coordinators_durability_set_count_for_durable_writes() {
     n1.signal(libc::SIGSTOP);
     let refused = err(&c.cmd(&["LEASE", "k", "60000"]));
     assert!(refused.starts_with("NOTDURABLE the grant was not acknowledged"), "{refused}");
-    let waitaof = admin.cmd(&["WAITAOF", "0", "1", "1000"]);
+    let waitaof = Conn::connect(p0).cmd(&["WAITAOF", "0", "1", "1000"]);
     assert_eq!(waitaof, Value::Array(vec![Value::Integer(1), Value::Integer(1)]), "WAITAOF still counts r2 (Redis's meaning)");
 
     // Once a majority names r2 too, it counts: a durable write no longer needs r1.

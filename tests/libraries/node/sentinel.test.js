@@ -62,6 +62,8 @@ async function ask(port, ...args) {
   }
 }
 
+const COORD_PASS = 'test-coordinator-secret';
+
 function startNode(port, primary) {
   const d = join(dir, `node-${port}`);
   mkdirSync(d);
@@ -72,7 +74,8 @@ function startNode(port, primary) {
   }
   const bin = process.env.RUVIO_BIN;
   if (!bin || !existsSync(bin)) throw new Error(`RUVIO_BIN must name the ruvio binary (got ${bin})`);
-  const args = ['--port', String(port), '--dir', d, '--appendonly', 'yes', '--appendfsync', 'always'];
+  // The nodes enable the built-in `coordinator` user the coordinators log in as (coordination commands).
+  const args = ['--port', String(port), '--dir', d, '--appendonly', 'yes', '--appendfsync', 'always', '--coordinator-pass', COORD_PASS];
   if (primary) args.push('--replicaof', `127.0.0.1 ${primary}`);
   return run(bin, args);
 }
@@ -95,6 +98,8 @@ function startSentinel(port, peers, primary) {
   }
   common.push(`coordinator-peers ${peers.map((p) => `127.0.0.1:${p}`).join(' ')}`);
   common.push('sentinel durability-replicas mymaster 1');
+  common.push('sentinel auth-user mymaster coordinator', `sentinel auth-pass mymaster ${COORD_PASS}`);
+  common.push('sentinel sentinel-user coordinators', 'sentinel sentinel-pass test-peer-secret');
   writeFileSync(conf, common.join('\n') + '\n');
   return run(process.env.RUVIO_BIN, ['coordinator', '--config', conf]);
 }

@@ -8,7 +8,7 @@ The asyncio client with the same surface is :mod:`ruvio.asyncio`; Sentinel-proto
 :mod:`ruvio.sentinel`.
 """
 
-from ._commands import LockHolder, LockInfo
+from ._commands import ListedHolder, ListedLock, LockHolder, LockInfo
 from ._options import ConnectionOptions
 from ._resp import PushMessage
 from .client import Pipeline, PubSub, Ruvio
@@ -51,6 +51,8 @@ __all__ = [
     "HeldLock",
     "LockInfo",
     "LockHolder",
+    "ListedLock",
+    "ListedHolder",
     "Sentinel",
     "Connection",
     "ConnectionPool",

@@ -4,7 +4,7 @@ sync client, the asyncio client and pipelines."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Dict, Generic, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 from ._resp import EncodableT, as_text, pairs_to_dict
 from .exceptions import DataError, InvalidResponse
@@ -47,6 +47,32 @@ class LockInfo:
     kind: str
     limit: int
     holders: List[LockHolder]
+    waiters: int
+
+
+@dataclass(frozen=True)
+class ListedHolder:
+    """A holder as ``LOCKS`` lists it: ``token``, ``remaining_ms``, when it was granted (``granted_ms``, Unix ms),
+    ``held_ms``, and the client it was granted to (``client_id``, ``client_name``, ``client_addr``; ``None`` when the
+    server did not grant it since it started, or no name was set)."""
+
+    token: int
+    remaining_ms: int
+    granted_ms: int
+    held_ms: int
+    client_id: Optional[int]
+    client_name: Optional[str]
+    client_addr: Optional[str]
+
+
+@dataclass(frozen=True)
+class ListedLock:
+    """A lock as ``LOCKS`` lists it."""
+
+    key: bytes
+    kind: str
+    limit: int
+    holders: List[ListedHolder]
     waiters: int
 
 
@@ -107,6 +133,31 @@ def parse_lock_info(v: Any) -> Optional[LockInfo]:
     )
 
 
+def _opt_text(v: Any) -> Optional[str]:
+    return None if v is None else str(as_text(v))
+
+
+def parse_locks(v: Any) -> Tuple[int, List[ListedLock]]:
+    """LOCKS's reply: (next cursor, locks of this page)."""
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise InvalidResponse(f"expected [cursor, locks], got {v!r}")
+    cursor, page = v
+    locks = []
+    for lock in page:
+        f = {_key(k): x for k, x in pairs_to_dict(lock).items()}
+        holders = []
+        for h in f.get("holders") or []:
+            hf = {_key(k): x for k, x in pairs_to_dict(h).items()}
+            holders.append(ListedHolder(
+                token=_int(hf["token"]), remaining_ms=_int(hf["remaining_ms"]), granted_ms=_int(hf["granted_ms"]),
+                held_ms=_int(hf["held_ms"]), client_id=_opt_int(hf.get("client_id")),
+                client_name=_opt_text(hf.get("client_name")), client_addr=_opt_text(hf.get("client_addr"))))
+        key = f["key"]
+        locks.append(ListedLock(key=key if isinstance(key, bytes) else str(key).encode(), kind=str(as_text(f["kind"])),
+                                limit=_int(f["limit"]), holders=holders, waiters=_int(f["waiters"])))
+    return int(as_text(cursor)), locks
+
+
 # --- locks -----------------------------------------------------------------------------------------------------
 def lease(key: KeyT, ttl_ms: int, wait_ms: Optional[int] = None) -> Cmd[Optional[int]]:
     args: List[EncodableT] = ["LEASE", key, _check_int("ttl_ms", ttl_ms)]
@@ -139,6 +190,15 @@ def ifgt(key: KeyT, token: int, value: ValueT, px_ms: Optional[int] = None) -> C
 
 def lock_info(key: KeyT) -> Cmd[Optional[LockInfo]]:
     return Cmd(["LOCKINFO", key], parse_lock_info)
+
+
+def locks(cursor: int = 0, match: Optional[str] = None, count: Optional[int] = None) -> Cmd[Tuple[int, List[ListedLock]]]:
+    args: List[EncodableT] = ["LOCKS", _check_int("cursor", cursor)]
+    if match is not None:
+        args += ["MATCH", match]
+    if count is not None:
+        args += ["COUNT", _check_int("count", count)]
+    return Cmd(args, parse_locks)
 
 
 # --- everyday commands -----------------------------------------------------------------------------------------
@@ -283,7 +343,7 @@ def info(section: Optional[str] = None) -> Cmd[Dict[str, Any]]:
 # Names a Pipeline exposes (all the builders above).
 PIPELINE_COMMANDS = {
     "lease": lease, "semaphore": semaphore, "renew": renew, "release": release, "ifgt": ifgt,
-    "lock_info": lock_info, "ping": ping, "echo": echo, "get": get, "set": set, "delete": delete,
+    "lock_info": lock_info, "locks": locks, "ping": ping, "echo": echo, "get": get, "set": set, "delete": delete,
     "exists": exists, "expire": expire, "pexpire": pexpire, "ttl": ttl, "pttl": pttl, "incr": incr,
     "decr": decr, "mget": mget, "mset": mset, "keys": keys, "type": type_, "publish": publish, "dbsize": dbsize,
     "flushdb": flushdb, "client_id": client_id, "client_getname": client_getname, "info": info,

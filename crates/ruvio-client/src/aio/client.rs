@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::from_value::FromValue;
 use crate::lock_commands as lc;
 use crate::methods::{client_methods, RECONNECT_PAUSE};
-use crate::lock_info::LockInfo;
+use crate::lock_info::{ListedLock, LockInfo, LocksPage};
 use crate::lock_options::{LockOptions, Schedule};
 use crate::options::ClientBuilder;
 use crate::pipeline::Pipeline;

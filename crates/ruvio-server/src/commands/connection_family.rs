@@ -19,15 +19,15 @@ macro_rules! cmd {
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("ping", -1, FAST | SUBSCRIBED_OK | STALE, "Returns the server's liveliness response.", ping),
     cmd!("echo", 2, FAST, "Returns the given string.", echo),
-    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE, "Handshakes with the Redis server.", hello),
-    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE, "Authenticates the connection.", auth),
+    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, "Handshakes with the Redis server.", hello),
+    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE | NOSCRIPT, "Authenticates the connection.", auth),
     cmd!("select", 2, FAST | LOADING | STALE, "Changes the selected database.", select),
-    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE, "Closes the connection.", quit),
-    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE, "Resets the connection.", reset),
+    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Closes the connection.", quit),
+    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Resets the connection.", reset),
     CommandSpec {
         name: "client",
         arity: -2,
-        flags: 0,
+        flags: NOSCRIPT,
         keys: (0, 0, 0),
         group: "connection",
         summary: "A container for client connection commands.",
@@ -72,17 +72,19 @@ fn echo(ctx: &mut Ctx) -> Value {
     Value::Bulk(ctx.args[1].clone())
 }
 
-fn check_password(ctx: &Ctx, user: &[u8], pass: &[u8]) -> Result<(), Value> {
-    let config = ctx.shared.config.read();
-    let ok = user == b"default"
-        && match &config.requirepass {
-            Some(p) => p.as_bytes() == pass,
-            None => true,
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(Value::error(ERR_WRONGPASS))
+/// Logs the connection in as `user` if `pass` is right (ACL users; `requirepass` is the default user's password).
+/// A failure is recorded in ACL LOG (reason `auth`).
+fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> Result<(), Value> {
+    match ctx.shared.acl.authenticate(user, pass) {
+        Some(u) => {
+            ctx.client.login(u);
+            Ok(())
+        }
+        None => {
+            let name = String::from_utf8_lossy(user).into_owned();
+            ctx.shared.acl.log_denial("auth", "toplevel", "AUTH".into(), &name, ctx.client.info.describe());
+            Err(Value::error(ERR_WRONGPASS))
+        }
     }
 }
 
@@ -90,7 +92,7 @@ fn auth(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let (user, pass) = match args.len() {
         2 => {
-            if ctx.shared.config.read().requirepass.is_none() {
+            if ctx.shared.acl.get("default").is_none_or(|u| u.perms().nopass) {
                 return Value::error(ERR_AUTH_NO_PASSWORD);
             }
             (&b"default"[..], &args[1][..])
@@ -99,10 +101,7 @@ fn auth(ctx: &mut Ctx) -> Value {
         _ => return Value::error(ERR_SYNTAX),
     };
     match check_password(ctx, user, pass) {
-        Ok(()) => {
-            ctx.client.authenticated = true;
-            Value::ok()
-        }
+        Ok(()) => Value::ok(),
         Err(e) => e,
     }
 }
@@ -126,7 +125,6 @@ fn hello(ctx: &mut Ctx) -> Value {
             if let Err(e) = check_password(ctx, &args[i + 1], &args[i + 2]) {
                 return e;
             }
-            ctx.client.authenticated = true;
             i += 3;
         } else if eq_ic(&args[i], "setname") && i + 1 < args.len() {
             if let Err(e) = valid_name(&args[i + 1]) {
@@ -187,7 +185,10 @@ fn reset(ctx: &mut Ctx) -> Value {
     ctx.client.proto = Protocol::Resp2;
     ctx.client.info.resp.store(2, Ordering::Relaxed);
     *ctx.client.info.name.lock() = Bytes::new();
-    ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
+    ctx.client.logout(&ctx.shared.acl);
+    // CLIENT DURABILITY is connection state too: a pooled connection handed on after RESET must not keep making
+    // the next user's writes wait for replicas (or fail with NOTDURABLE).
+    ctx.client.durability_replicas = 0;
     Value::simple("RESET")
 }
 
@@ -338,6 +339,7 @@ fn client_kill(ctx: &mut Ctx) -> Value {
     let mut by_addr = None;
     let mut by_laddr = None;
     let mut by_type: Option<&'static str> = None;
+    let mut by_user: Option<String> = None;
     let mut max_age: Option<u64> = None;
     let mut skipme = true;
     for pair in args[2..].chunks(2) {
@@ -358,11 +360,11 @@ fn client_kill(ctx: &mut Ctx) -> Value {
             },
             "addr" => by_addr = Some(v),
             "laddr" => by_laddr = Some(v),
-            // Every connection runs as the one user, `default` (no ACL users yet).
             "user" => {
-                if v != "default" {
+                if ctx.shared.acl.get(&v).is_none() {
                     return crate::errors::no_such_user(&v);
                 }
+                by_user = Some(v);
             }
             "skipme" => match v.to_ascii_lowercase().as_str() {
                 "yes" => skipme = true,
@@ -378,6 +380,7 @@ fn client_kill(ctx: &mut Ctx) -> Value {
             || by_addr.as_ref().is_some_and(|a| a != &c.addr)
             || by_laddr.as_ref().is_some_and(|a| a != &c.laddr)
             || by_type.is_some_and(|t| t != client_type(c))
+            || by_user.as_ref().is_some_and(|u| *u != *c.user.lock())
             // Redis kills only connections strictly older than MAXAGE seconds.
             || max_age.is_some_and(|age| c.created.elapsed().as_secs() <= age)
         {

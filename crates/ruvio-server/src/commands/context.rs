@@ -61,6 +61,8 @@ pub struct Ctx<'a, 'g> {
     pub now: u64,
     /// True while EXEC runs queued commands: nothing may block.
     pub in_exec: bool,
+    /// Who runs this command (a command EXEC runs has its EXEC's caller): a script sees fencing tokens as strings.
+    pub caller: Caller,
     pub block: Option<Block>,
     pub propagate: Propagate,
     /// The execution path this command came through, for the commands it runs in turn.
@@ -78,9 +80,10 @@ impl<'a, 'g> Ctx<'a, 'g> {
         spec: &'static CommandSpec,
         guard: &'a mut Option<MutexGuard<'g, Store>>,
         in_exec: bool,
+        caller: Caller,
         execute: Execute,
     ) -> Self {
-        Ctx { shared, client, args, spec, guard, now, in_exec, block: None, propagate: Propagate::AsIs, execute }
+        Ctx { shared, client, args, spec, guard, now, in_exec, caller, block: None, propagate: Propagate::AsIs, execute }
     }
 
     /// The store, locked for the rest of this command (and the commands batched with it).
@@ -114,7 +117,7 @@ impl<'a, 'g> Ctx<'a, 'g> {
 
     /// A context for running another command with the same client and lock (EXEC runs its queue this way).
     pub fn nested<'b>(&'b mut self, args: &'b [Bytes], spec: &'static CommandSpec) -> Ctx<'b, 'g> {
-        Ctx::new(self.now, self.shared, self.client, args, spec, self.guard, true, self.execute)
+        Ctx::new(self.now, self.shared, self.client, args, spec, self.guard, true, self.caller, self.execute)
     }
 
     /// The shared state, the client and the store-lock slot, for running commands on this context's behalf (a

@@ -12,10 +12,10 @@ use super::flags::*;
 use ruvio_protocol::lock_args::{self, LockArgError, LockCommand};
 
 use super::{eq_ic, int_arg, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
-use super::context::Ctx;
+use super::context::{Caller, Ctx};
 use crate::blocking::Block;
 use crate::locks::engine::{self, LockError};
-use crate::locks::{replay, Want};
+use crate::locks::{replay, Grantee, Want};
 use crate::shared::Shared;
 use crate::store::Store;
 
@@ -27,11 +27,13 @@ macro_rules! cmd {
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("lease", -3, WRITE | DENYOOM | FAST | BLOCKING, (1, 1, 1), "Takes a single-holder lock with a TTL and returns its fencing token, or nil when it is held.", lease),
-    cmd!("renew", 4, WRITE | FAST, (1, 1, 1), "Moves the deadline of a lock held with the given token.", renew),
-    cmd!("release", 3, WRITE | FAST, (1, 1, 1), "Releases a lock (or semaphore slot) held with the given token.", release),
+    cmd!("renew", 4, WRITE | FAST | TOKEN_ARG, (1, 1, 1), "Moves the deadline of a lock held with the given token.", renew),
+    cmd!("release", 3, WRITE | FAST | TOKEN_ARG, (1, 1, 1), "Releases a lock (or semaphore slot) held with the given token.", release),
     cmd!("semaphore", -4, WRITE | DENYOOM | FAST | BLOCKING, (1, 1, 1), "Takes one of N slots of a semaphore with its own TTL and fencing token, or nil when all are taken.", semaphore),
-    cmd!("ifgt", -4, WRITE | DENYOOM, (1, 1, 1), "Writes a string value only if no higher fencing token has written the key.", ifgt),
+    cmd!("ifgt", -4, WRITE | DENYOOM | TOKEN_ARG, (1, 1, 1), "Writes a string value only if no higher fencing token has written the key.", ifgt),
     cmd!("lockinfo", 2, READONLY | FAST, (1, 1, 1), "Shows a lock's kind, limit, holders with their tokens and remaining time, and waiters.", lockinfo),
+    // NOSCRIPT: LOCKS answers tokens as integers, which Lua would round (scripts use LOCKINFO, whose tokens are strings there).
+    cmd!("locks", -2, READONLY | NOSCRIPT, (0, 0, 0), "Iterates over the locks of the database (like SCAN), with each holder's token, remaining time, grant time and client.", locks),
     cmd!("lockset", 6, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a lock holder with explicit token and wall-clock deadline.", lockset),
     cmd!("lockdrop", 3, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a lock holder is gone.", lockdrop),
     cmd!("fenceset", 5, WRITE | LOADING | INTERNAL, (1, 1, 1), "Internal write-log record: a fenced write (IFGT) with explicit token and wall-clock deadline.", fenceset),
@@ -62,11 +64,21 @@ fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>
     let granted = engine::acquire(ctx.store(), db, &key, want, ttl_ms, now);
     match granted {
         Err(e) => e.reply(),
-        Ok(Some(token)) => Value::Integer(token),
+        Ok(Some(token)) => {
+            let who = grantee(ctx);
+            engine::note_grant(ctx.store(), db, &key, token, who);
+            ctx.client.note_durable_grant(db, key, token);
+            token_value(ctx, token)
+        }
         Ok(None) => match wait {
             Some(timeout) if !ctx.in_exec => {
+                if ctx.client.durability_replicas > 0 {
+                    // The grant arrives later, made by whoever frees the lock: the connection records it then.
+                    ctx.client.lock_wait = Some((db, key.clone()));
+                }
                 let (tx, rx) = tokio::sync::oneshot::channel();
-                let id = engine::enqueue_waiter(ctx.store(), db, &key, want, ttl_ms, tx);
+                let who = grantee(ctx);
+                let id = engine::enqueue_waiter_as(ctx.store(), db, &key, want, ttl_ms, tx, Some(who));
                 let shared: Arc<Shared> = ctx.shared.clone();
                 let abandon_shared = shared.clone();
                 let cancel_key = key.clone();
@@ -93,6 +105,25 @@ fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>
             _ => Value::Nil,
         },
     }
+}
+
+/// A fencing token as the caller gets it: an integer, except in a script, where it is an exact decimal string.
+/// Lua 5.1 numbers are doubles, and every token of epoch 1 and above is beyond 2^53, where a double rounds it (two
+/// tokens could become one value, and a stale holder's fenced write would pass). Scripts pass the string back as it
+/// is; see `script_host` for tokens passed as numbers.
+fn token_value(ctx: &Ctx, token: i64) -> Value {
+    if ctx.caller == Caller::Script {
+        Value::bulk(bytes::Bytes::from(token.to_string()))
+    } else {
+        Value::Integer(token)
+    }
+}
+
+/// The calling connection as LOCKS shows a holder: id, CLIENT SETNAME name, address (a script's or a replayed
+/// record's caller shows the connection that ran it, or the replay's pseudo client).
+fn grantee(ctx: &Ctx) -> Grantee {
+    let info = &ctx.client.info;
+    Grantee { client_id: info.id, name: info.name.lock().clone(), addr: info.addr.clone() }
 }
 
 fn renew(ctx: &mut Ctx) -> Value {
@@ -148,7 +179,7 @@ fn lockinfo(ctx: &mut Ctx) -> Value {
         .iter()
         .map(|h| {
             Value::Map(vec![
-                (Value::bulk_str("token"), Value::Integer(h.token)),
+                (Value::bulk_str("token"), token_value(ctx, h.token)),
                 (Value::bulk_str("remaining_ms"), Value::Integer(h.remaining_ms as i64)),
             ])
         })
@@ -159,6 +190,76 @@ fn lockinfo(ctx: &mut Ctx) -> Value {
         (Value::bulk_str("holders"), Value::Array(holders)),
         (Value::bulk_str("waiters"), Value::Integer(info.waiters as i64)),
     ])
+}
+
+/// `LOCKS cursor [MATCH pattern] [COUNT n]`: SCAN's iteration (same cursor, guarantees and bounds) over the lock keys
+/// of the selected database; each lock as LOCKINFO shows it plus its key, and each holder with its grant time and
+/// the client it was granted to. LOCKINFO's reply is left as it is: every client parses it.
+fn locks(ctx: &mut Ctx) -> Value {
+    let (args, now, db) = (ctx.args, ctx.now, ctx.client.db);
+    let text = std::str::from_utf8(&args[1]).unwrap_or("x");
+    let Some(cursor) = text.parse::<u64>().ok().or_else(|| text.parse::<i64>().ok().map(|c| c as u64)) else {
+        return Value::error(crate::errors::ERR_INVALID_CURSOR);
+    };
+    let mut pattern: Option<bytes::Bytes> = None;
+    let mut count = 10usize;
+    let mut i = 2;
+    while i < args.len() {
+        if i + 1 >= args.len() {
+            return Value::error(ERR_SYNTAX);
+        }
+        if eq_ic(&args[i], "match") {
+            pattern = Some(args[i + 1].clone());
+        } else if eq_ic(&args[i], "count") {
+            match int_arg(&args[i + 1]) {
+                Ok(c) if c >= 1 => count = c as usize,
+                Ok(_) => return Value::error(ERR_SYNTAX),
+                Err(e) => return e,
+            }
+        } else {
+            return Value::error(ERR_SYNTAX);
+        }
+        i += 2;
+    }
+    let store = ctx.store();
+    let (next, keys) = store.dbs[db].scan(cursor, count, now, |k, e| {
+        e.data.is_lock() && pattern.as_ref().is_none_or(|p| p.as_ref() == b"*" || crate::keyspace::glob::glob_match(p, k, false))
+    });
+    let mut locks = Vec::with_capacity(keys.len());
+    for key in keys {
+        // engine::info settles the key first (a holder whose TTL just ended is not shown), as LOCKINFO does.
+        let Ok(Some(info)) = engine::info(store, db, &key, now) else { continue };
+        let wall_now = crate::clock::wall_ms();
+        let holders = info
+            .holders
+            .iter()
+            .map(|h| {
+                let grant = store.locks.grants.get(&h.token).filter(|g| g.db == db && g.key == key);
+                // Without a grant of this node (a replica, or granted before a restart) the grant time is the
+                // token's own clock field, which is the grant's wall-clock ms (or slightly ahead under load).
+                let granted_ms = grant.map_or_else(|| crate::locks::tokens::issued_wall_ms(h.token), |g| g.wall_ms);
+                let nil_or = |v: Option<Value>| v.unwrap_or(Value::Nil);
+                Value::Map(vec![
+                    (Value::bulk_str("token"), Value::Integer(h.token)),
+                    (Value::bulk_str("remaining_ms"), Value::Integer(h.remaining_ms as i64)),
+                    (Value::bulk_str("granted_ms"), Value::Integer(granted_ms)),
+                    (Value::bulk_str("held_ms"), Value::Integer(wall_now.saturating_sub(granted_ms).max(0))),
+                    (Value::bulk_str("client_id"), nil_or(grant.map(|g| Value::Integer(g.who.client_id as i64)))),
+                    // No name (CLIENT SETNAME never called) is nil, as CLIENT GETNAME answers.
+                    (Value::bulk_str("client_name"), nil_or(grant.filter(|g| !g.who.name.is_empty()).map(|g| Value::Bulk(g.who.name.clone())))),
+                    (Value::bulk_str("client_addr"), nil_or(grant.map(|g| Value::bulk_str(&g.who.addr)))),
+                ])
+            })
+            .collect();
+        locks.push(Value::Map(vec![
+            (Value::bulk_str("key"), Value::Bulk(bytes::Bytes::copy_from_slice(&key))),
+            (Value::bulk_str("kind"), Value::bulk_str(info.kind)),
+            (Value::bulk_str("limit"), Value::Integer(info.limit as i64)),
+            (Value::bulk_str("holders"), Value::Array(holders)),
+            (Value::bulk_str("waiters"), Value::Integer(info.waiters as i64)),
+        ]));
+    }
+    Value::Array(vec![Value::Bulk(bytes::Bytes::from(next.to_string())), Value::Array(locks)])
 }
 
 // ----- internal records (see crate::locks::records, applied by crate::locks::replay); replayed by persistence, streamed to replicas -----

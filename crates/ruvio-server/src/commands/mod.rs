@@ -6,6 +6,7 @@
 //! output and which commands reach the write log. Adding a command means one entry plus its handler.
 
 pub mod blocking_family;
+pub mod acl_family;
 pub mod connection_family;
 pub mod context;
 pub mod generic_family;
@@ -61,6 +62,15 @@ pub mod flags {
     /// connection state, persistence and replication control (a REPLICAOF inside a script would make a replica
     /// log a record of its own), CONFIG, SHUTDOWN, WAIT.
     pub const NOSCRIPT: u32 = 1 << 14;
+    /// Argument 2 is a fencing token (RENEW, RELEASE, IFGT). A script may pass it as a string or as a Lua number
+    /// below 2^53; a larger Lua number is refused, since a double that large may already be another token rounded
+    /// (`script_host`). Not shown by COMMAND.
+    pub const TOKEN_ARG: u32 = 1 << 15;
+    /// Where [`TOKEN_ARG`] is.
+    pub const TOKEN_ARG_INDEX: usize = 2;
+    /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
+    /// no user has unless configured (acl.rs).
+    pub const COORDINATION: u32 = 1 << 16;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -125,8 +135,9 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 16] {
+pub fn families() -> [&'static [CommandSpec]; 17] {
     [
+        acl_family::COMMANDS,
         connection_family::COMMANDS,
         generic_family::COMMANDS,
         string_family::COMMANDS,
@@ -318,6 +329,9 @@ pub fn call(ctx: &mut Ctx) -> Value {
     } else {
         0
     };
+    // A durable connection's wait depends on whether the command logged anything (EXEC and scripts included): its
+    // staged records are counted before and after. Nothing commits the log while one command runs.
+    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay).then(|| ctx.store().log.len());
     let reply = (ctx.spec.handler)(ctx);
     if ctx.is_locked() {
         let now = ctx.now;
@@ -372,6 +386,10 @@ pub fn call(ctx: &mut Ctx) -> Value {
         }
         // Lock waiters the command made room for (DEL, FLUSH, expiry) are granted after its record.
         shared.after_command(store, now);
+        let logged = durable_log_before.is_some_and(|before| store.log.len() > before);
+        if logged {
+            ctx.client.info.durable.lock().wrote = true;
+        }
     }
     reply
 }

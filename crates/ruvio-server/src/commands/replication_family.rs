@@ -25,42 +25,55 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("replicaof", -3, ADMIN | NO_MULTI | STALE, "Configures a server as replica of another, or promotes it to a primary (Ruvio: optionally at a failover EPOCH).", replicaof),
-    cmd!("slaveof", -3, ADMIN | NO_MULTI | STALE, "Sets a Redis server as a replica of another, or promotes it to being a master.", replicaof),
+    cmd!("replicaof", -3, ADMIN | NO_MULTI | STALE | NOSCRIPT, "Configures a server as replica of another, or promotes it to a primary (Ruvio: optionally at a failover EPOCH).", replicaof),
+    cmd!("slaveof", -3, ADMIN | NO_MULTI | STALE | NOSCRIPT, "Sets a Redis server as a replica of another, or promotes it to being a master.", replicaof),
     cmd!("role", 1, FAST | LOADING | STALE | NOAUTH, "Returns the replication role.", role),
-    cmd!("wait", 3, 0, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
-    cmd!("waitaof", 4, 0, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.", waitaof),
+    cmd!("wait", 3, NOSCRIPT, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
+    cmd!("waitaof", 4, NOSCRIPT, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.", waitaof),
     CommandSpec {
         name: "replication",
         arity: -2,
-        flags: 0,
+        flags: NOSCRIPT,
         keys: (0, 0, 0),
         group: "server",
         summary: "A container for Ruvio's failover commands (used by `ruvio coordinator`).",
         handler: super::server_family::container_help,
         subcommands: REPLICATION_SUBCOMMANDS,
     },
-    cmd!("psync", -3, ADMIN | NO_MULTI | STALE, "An internal command used in replication.", psync),
-    cmd!("replconf", -1, ADMIN | LOADING | STALE, "An internal command for configuring the replication stream.", replconf),
+    cmd!("psync", -3, ADMIN | NO_MULTI | STALE | NOSCRIPT, "An internal command used in replication.", psync),
+    cmd!("replconf", -1, ADMIN | LOADING | STALE | NOSCRIPT, "An internal command for configuring the replication stream.", replconf),
 ];
 
 static REPLICATION_SUBCOMMANDS: &[CommandSpec] = &[
-    cmd!("promise", 3, ADMIN | STALE | LOADING, "Promises (durably) to follow no primary of an epoch older than the given one; answers [promised epoch, LSN, fsynced LSN].", replication_promise),
-    cmd!("lease", -3, ADMIN | STALE, "A coordinator's write lease: `LEASE epoch ms coordinator-id coordinators`, or `LEASE OFF` to stop requiring one.", replication_lease),
+    cmd!("promise", 3, ADMIN | STALE | LOADING | COORDINATION, "Promises (durably) to follow no primary of an epoch older than the given one (or WITHDRAW: takes the promise back to this node's own epoch); answers [promised epoch, LSN, fsynced LSN].", replication_promise),
+    cmd!("lease", -3, ADMIN | STALE | COORDINATION, "A coordinator's write lease: `LEASE epoch ms coordinator-id coordinators`, or `LEASE OFF` to stop requiring one.", replication_lease),
 ];
 
-/// REPLICAOF host port [EPOCH e] | NO ONE [EPOCH e].
+/// REPLICAOF host port [EPOCH e] | NO ONE [EPOCH e [FORCE]].
 fn replicaof(ctx: &mut Ctx) -> Value {
     let (host, port) = (&ctx.args[1], &ctx.args[2]);
     let shared = ctx.shared;
+    let no_one = eq_ic(host, "no") && eq_ic(port, "one");
+    let force = ctx.args.len() == 6 && no_one && eq_ic(&ctx.args[5], "force");
     let epoch = match ctx.args.len() {
         3 => None,
-        5 if eq_ic(&ctx.args[3], "epoch") => match int_arg(&ctx.args[4]) {
+        5 | 6 if eq_ic(&ctx.args[3], "epoch") && (ctx.args.len() == 5 || force) => match int_arg(&ctx.args[4]) {
             Ok(e) if (0..=crate::locks::tokens::MAX_EPOCH as i64).contains(&e) => Some(e as u64),
             _ => return Value::error(ERR_EPOCH_RANGE),
         },
         _ => return Value::error(ERR_SYNTAX),
     };
+    if epoch.is_some() {
+        // The epoch form moves fencing epochs: a coordinator's (the ACL category @coordination), never a client's.
+        if let Some(user) = ctx.client.user.as_ref().filter(|u| !u.perms().coordination()) {
+            ctx.shared.acl.log_denial("command", "toplevel", "replicaof|epoch".into(), &user.name, ctx.client.info.describe());
+            return Value::error(ERR_NOPERM_EPOCH);
+        }
+    }
+    if epoch == Some(crate::locks::tokens::MAX_EPOCH as u64) && !force {
+        // At the last epoch no later failover can raise tokens above this primary's (docs/fencing.md).
+        return Value::error(ERR_LAST_EPOCH);
+    }
     if let Some(e) = epoch {
         if let Err(p) = shared.replication.promise(e) {
             return Value::error(epoch_older_than_promised(e, p));
@@ -265,7 +278,15 @@ fn replconf(ctx: &mut Ctx) -> Value {
 }
 
 /// REPLICATION PROMISE epoch: the failover step that fences the old primary (docs/replication.md).
+/// REPLICATION PROMISE WITHDRAW: an operator takes a promise back, down to this node's own epoch (a replica that
+/// promised an attempt that will never finish follows its primary again).
 fn replication_promise(ctx: &mut Ctx) -> Value {
+    if eq_ic(&ctx.args[2], "withdraw") {
+        let own = ctx.store().locks.tokens.epoch() as u64;
+        let before = ctx.shared.replication.withdraw_promise(own);
+        tracing::warn!("REPLICATION PROMISE WITHDRAW: the promise of epoch {before} is taken back to this node's epoch {own}");
+        return promise_reply(ctx);
+    }
     let e = match int_arg(&ctx.args[2]) {
         Ok(e) if (0..=crate::locks::tokens::MAX_EPOCH as i64).contains(&e) => e as u64,
         _ => return Value::error(ERR_EPOCH_RANGE),
@@ -273,6 +294,11 @@ fn replication_promise(ctx: &mut Ctx) -> Value {
     if let Err(p) = ctx.shared.replication.promise(e) {
         return Value::error(epoch_older_than_promised(e, p));
     }
+    promise_reply(ctx)
+}
+
+/// [promised epoch, LSN, fsynced LSN].
+fn promise_reply(ctx: &mut Ctx) -> Value {
     let fsynced = if ctx.shared.aof.enabled() { ctx.shared.journal.durability.local() } else { 0 };
     Value::Array(vec![
         Value::Integer(ctx.shared.replication.promised_epoch() as i64),

@@ -29,7 +29,7 @@ pub struct ServerHost<'a, 'g> {
 }
 
 impl Host for ServerHost<'_, '_> {
-    fn call(&mut self, argv: &[Bytes]) -> Result<Value, String> {
+    fn call(&mut self, argv: &[Bytes], numbers: &[(usize, f64)]) -> Result<Value, String> {
         let resolved = match super::resolve(argv) {
             Ok(r) => r,
             Err(e) => {
@@ -43,9 +43,18 @@ impl Host for ServerHost<'_, '_> {
                 });
             }
         };
-        if let Some(refusal) = refuse_in_script(self.shared, &resolved, argv, self.read_only) {
+        if let Some(refusal) = refuse_in_script(self.shared, self.client, &resolved, argv, self.read_only) {
             return Err(error_text(&refusal));
         }
+        let exact;
+        let argv = match token_from_number(&resolved, numbers) {
+            Ok(None) => argv,
+            Ok(Some(token)) => {
+                exact = with_arg(argv, flags::TOKEN_ARG_INDEX, token);
+                &exact[..]
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         let shared = self.shared;
         shared.store_in(self.guard);
         let before = self.guard.as_ref().map(|s| s.changes()).unwrap_or(0);
@@ -64,19 +73,52 @@ fn error_text(v: &Value) -> String {
     }
 }
 
+/// A fencing token the script passed as a Lua number (a double): below 2^53 a double holds every integer exactly, so
+/// the token is its exact digits (whatever the number formatting of other arguments). From 2^53 on, neighbouring
+/// tokens share one double, so the number may be a different token rounded: refused, rather than let a stale
+/// holder's RELEASE or IFGT pass as a newer one's. Tokens from LEASE and SEMAPHORE reach scripts as strings.
+/// `Ok(None)`: nothing to change (no token argument, passed as a string, or not an integer at all, which the
+/// command's own parser refuses).
+fn token_from_number(resolved: &Resolved, numbers: &[(usize, f64)]) -> Result<Option<i64>, &'static str> {
+    if !resolved.spec.has(flags::TOKEN_ARG) {
+        return Ok(None);
+    }
+    let Some(&(_, n)) = numbers.iter().find(|(i, _)| *i == flags::TOKEN_ARG_INDEX) else { return Ok(None) };
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53
+    if n.fract() != 0.0 || n.is_nan() {
+        return Ok(None);
+    }
+    if n.abs() >= EXACT {
+        return Err(ERR_SCRIPT_TOKEN_NUMBER);
+    }
+    Ok(Some(n as i64))
+}
+
+/// `args` with argument `at` replaced by the decimal digits of `n`.
+fn with_arg(args: &[Bytes], at: usize, n: i64) -> Vec<Bytes> {
+    let mut v = args.to_vec();
+    v[at] = Bytes::from(n.to_string());
+    v
+}
+
 /// Why a command may not run from a script (None: it may).
-fn refuse_in_script(shared: &Shared, resolved: &Resolved, args: &[Bytes], read_only: bool) -> Option<Value> {
+fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, args: &[Bytes], read_only: bool) -> Option<Value> {
     let top = resolved.parent.unwrap_or(resolved.spec);
     if top.has(flags::INTERNAL) {
         return Some(Value::error(ERR_SCRIPT_UNKNOWN_COMMAND));
     }
-    if NOT_IN_SCRIPTS.contains(&top.name) || top.has(flags::NOSCRIPT) {
+    let spec = resolved.spec;
+    if top.has(flags::NOSCRIPT) || spec.has(flags::NOSCRIPT) {
         return Some(Value::error(ERR_SCRIPT_NOT_ALLOWED));
     }
-    let spec = resolved.spec;
     if spec.has(flags::WRITE) {
         if read_only {
             return Some(Value::error(ERR_SCRIPT_WRITE_IN_RO));
+        }
+        if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
+            // A durable connection's script: the same rule as its single writes, before anything is written (a
+            // script that already wrote keeps it, as any script that fails half-way does).
+            return Some(Value::error(ERR_NOREPLICAS));
         }
         if let Some(reason) = shared.aof.write_error() {
             return Some(misconf(&reason));
@@ -87,12 +129,3 @@ fn refuse_in_script(shared: &Shared, resolved: &Resolved, args: &[Bytes], read_o
     }
     None
 }
-
-/// Commands a script may not call (Redis's `noscript` flag): scripting itself, transactions, subscriptions and
-/// commands that make no sense from inside a script.
-const NOT_IN_SCRIPTS: &[&str] = &[
-    "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function", "multi", "exec", "discard",
-    "watch", "unwatch", "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
-    "auth", "hello", "shutdown", "save", "bgsave", "bgrewriteaof", "quit", "reset", "client", "monitor", "sync",
-    "psync", "replconf", "wait", "waitaof", "debug",
-];

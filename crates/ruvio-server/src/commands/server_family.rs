@@ -18,11 +18,13 @@ macro_rules! cmd {
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("info", -1, LOADING | STALE, "Returns information and statistics about the server.", info),
-    CommandSpec { name: "config", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for server configuration commands.", handler: container_help, subcommands: CONFIG_SUBCOMMANDS },
+    CommandSpec { name: "config", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for server configuration commands.", handler: container_help, subcommands: CONFIG_SUBCOMMANDS },
     // With no subcommand COMMAND lists every command (see `resolve`); its subcommands check their own arity.
     CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: COMMAND_SUBCOMMANDS },
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
-    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
+    CommandSpec { name: "slowlog", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for slow log commands.", handler: container_help, subcommands: SLOWLOG_SUBCOMMANDS },
+    CommandSpec { name: "latency", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for latency diagnostics commands.", handler: container_help, subcommands: LATENCY_SUBCOMMANDS },
+    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI | NOSCRIPT, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
     cmd!("cluster", -2, 0, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
     cmd!("readonly", 1, FAST | LOADING | STALE, "Enables read-only queries for a connection to a Redis Cluster replica node (cluster support is disabled).", cluster_disabled),
     cmd!("readwrite", 1, FAST | LOADING | STALE, "Enables read-write queries for a connection to a Reids Cluster replica node (cluster support is disabled).", cluster_disabled),
@@ -32,7 +34,23 @@ static CONFIG_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("get", -3, ADMIN | LOADING | STALE, "Returns the effective values of configuration parameters.", config_get),
     cmd!("set", -4, ADMIN | LOADING | STALE, "Sets configuration parameters in-flight.", config_set),
     cmd!("resetstat", 2, ADMIN | LOADING | STALE, "Resets the server's statistics.", config_resetstat),
+    cmd!("rewrite", 2, ADMIN | LOADING | STALE, "Persists the effective configuration to file.", config_rewrite),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", config_help),
+];
+
+static SLOWLOG_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("get", -2, ADMIN | LOADING | STALE, "Returns the slow log's entries.", slowlog_get),
+    cmd!("len", 2, ADMIN | LOADING | STALE, "Returns the number of entries in the slow log.", slowlog_len),
+    cmd!("reset", 2, ADMIN | LOADING | STALE, "Clears all entries from the slow log.", slowlog_reset),
+    cmd!("help", 2, LOADING | STALE, "Show helpful text about the different subcommands", slowlog_help),
+];
+
+static LATENCY_SUBCOMMANDS: &[CommandSpec] = &[
+    cmd!("latest", 2, ADMIN | LOADING | STALE, "Returns the latest latency samples for all events.", latency_latest),
+    cmd!("history", 3, ADMIN | LOADING | STALE, "Returns timestamp-latency samples for an event.", latency_history),
+    cmd!("reset", -2, ADMIN | LOADING | STALE, "Resets the latency data for one or more events.", latency_reset),
+    cmd!("doctor", 2, ADMIN | LOADING | STALE, "Returns a human-readable latency analysis report.", latency_doctor),
+    cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", latency_help),
 ];
 
 static COMMAND_SUBCOMMANDS: &[CommandSpec] = &[
@@ -102,8 +120,17 @@ fn config_set(ctx: &mut Ctx) -> Value {
         return config_set_failed("maxclients", &format!("The operating system is not able to handle the specified number of clients, try with {n}"));
     }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
+    ctx.shared.metrics.slow.configure(&next);
     ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
     let notify = next.notify_keyspace_events;
+    let (old_pass, old_coord) = { let c = ctx.shared.config.read(); (c.requirepass.clone(), c.coordinator_pass.clone()) };
+    if next.requirepass != old_pass {
+        // As Redis: requirepass is the default user's password.
+        ctx.shared.acl.set_default_password(next.requirepass.as_deref());
+    }
+    if next.coordinator_pass != old_coord {
+        ctx.shared.acl.set_coordinator_password(next.coordinator_pass.as_deref());
+    }
     *ctx.shared.config.write() = next;
     let shared = ctx.shared;
     shared.set_notify_flags(ctx.store(), notify);
@@ -118,6 +145,71 @@ fn config_resetstat(ctx: &mut Ctx) -> Value {
     Value::ok()
 }
 
+/// CONFIG REWRITE: the config file the server started with, each parameter's line set to its current value (the
+/// first line of a parameter kept in place, its later lines dropped), parameters that differ from their defaults and
+/// are not in the file appended; comments, blank lines and directives that are not parameters stay as they are.
+/// Written to a temporary file, fsynced and renamed over the original, so a crash leaves one or the other.
+fn config_rewrite(ctx: &mut Ctx) -> Value {
+    let config = ctx.shared.config.read().clone();
+    if config.config_file.is_empty() {
+        return Value::error("ERR The server is running without a config file");
+    }
+    match rewrite_config_file(&config) {
+        Ok(()) => Value::ok(),
+        Err(e) => {
+            tracing::warn!("CONFIG REWRITE failed: {e}");
+            Value::error(format!("ERR Rewriting config file: {e}"))
+        }
+    }
+}
+
+fn rewrite_config_file(config: &crate::config::Config) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = std::path::Path::new(&config.config_file);
+    let text = std::fs::read_to_string(path)?;
+    let line_of = |p: &crate::config::Param| {
+        let v = (p.get)(config);
+        if v.is_empty() { format!("{} \"\"", p.name) } else { format!("{} {v}", p.name) }
+    };
+    let mut written: Vec<&'static str> = Vec::new();
+    let mut out = String::new();
+    for raw in text.lines() {
+        let line = raw.trim();
+        let name = line.split_whitespace().next().unwrap_or("");
+        match (line.starts_with('#'), find_param(name)) {
+            (false, Some(p)) => {
+                if !written.contains(&p.name) {
+                    written.push(p.name);
+                    out.push_str(&line_of(p));
+                    out.push('\n');
+                }
+            }
+            _ => {
+                out.push_str(raw);
+                out.push('\n');
+            }
+        }
+    }
+    let defaults = crate::config::Config::default();
+    let mut header = false;
+    for p in crate::config::PARAMS {
+        if written.contains(&p.name) || (p.get)(config) == (p.get)(&defaults) {
+            continue;
+        }
+        if !header {
+            out.push_str("# Generated by CONFIG REWRITE\n");
+            header = true;
+        }
+        out.push_str(&line_of(p));
+        out.push('\n');
+    }
+    let tmp = path.with_extension(format!("rewrite-{}.tmp", std::process::id()));
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(out.as_bytes())?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)
+}
+
 fn config_help(_ctx: &mut Ctx) -> Value {
     let lines = [
         "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -127,10 +219,150 @@ fn config_help(_ctx: &mut Ctx) -> Value {
         "    Set the configuration <directive> to <value>.",
         "RESETSTAT",
         "    Reset statistics reported by the INFO command.",
+        "REWRITE",
+        "    Rewrite the configuration file.",
         "HELP",
         "    Print this help.",
     ];
     Value::Array(lines.iter().map(|l| Value::simple(l)).collect::<Vec<_>>())
+}
+
+/// `SLOWLOG GET [count]`: newest first; count -1 = all (Redis's default count is 10).
+fn slowlog_get(ctx: &mut Ctx) -> Value {
+    let count = match ctx.args.get(2) {
+        None => 10,
+        Some(a) => match super::int_arg(a) {
+            Ok(-1) => usize::MAX,
+            Ok(n) if n >= 0 => n as usize,
+            _ => return Value::error("ERR count should be greater than or equal to -1"),
+        },
+    };
+    let log = ctx.shared.metrics.slow.log.lock();
+    Value::Array(
+        log.iter()
+            .take(count)
+            .map(|e| {
+                Value::Array(vec![
+                    Value::Integer(e.id as i64),
+                    Value::Integer(e.unix_s),
+                    Value::Integer(e.micros as i64),
+                    Value::Array(e.args.iter().map(|a| Value::Bulk(a.clone())).collect()),
+                    Value::bulk_str(&e.addr),
+                    Value::Bulk(e.name.clone()),
+                ])
+            })
+            .collect(),
+    )
+}
+
+fn slowlog_len(ctx: &mut Ctx) -> Value {
+    Value::Integer(ctx.shared.metrics.slow.log.lock().len() as i64)
+}
+
+fn slowlog_reset(ctx: &mut Ctx) -> Value {
+    ctx.shared.metrics.slow.log.lock().clear();
+    Value::ok()
+}
+
+fn help_lines(lines: &[&'static str]) -> Value {
+    Value::Array(lines.iter().map(|l| Value::simple(l)).collect::<Vec<_>>())
+}
+
+fn slowlog_help(_ctx: &mut Ctx) -> Value {
+    help_lines(&[
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Print this help.",
+    ])
+}
+
+/// `LATENCY LATEST`: per event [name, time of the latest sample, its ms, the maximum ms].
+fn latency_latest(ctx: &mut Ctx) -> Value {
+    let lat = ctx.shared.metrics.slow.latency.lock();
+    Value::Array(
+        lat.iter()
+            .filter_map(|(name, e)| {
+                let (t, ms) = *e.samples.back()?;
+                Some(Value::Array(vec![Value::bulk_str(name), Value::Integer(t), Value::Integer(ms as i64), Value::Integer(e.max_ms as i64)]))
+            })
+            .collect(),
+    )
+}
+
+/// `LATENCY HISTORY event`: [[time, ms], ...], oldest first.
+fn latency_history(ctx: &mut Ctx) -> Value {
+    let name = String::from_utf8_lossy(&ctx.args[2]).to_ascii_lowercase();
+    let lat = ctx.shared.metrics.slow.latency.lock();
+    let samples = lat.get(name.as_str()).map(|e| e.samples.iter().map(|(t, ms)| Value::Array(vec![Value::Integer(*t), Value::Integer(*ms as i64)])).collect());
+    Value::Array(samples.unwrap_or_default())
+}
+
+/// `LATENCY RESET [event ...]`: the number of events reset.
+fn latency_reset(ctx: &mut Ctx) -> Value {
+    let mut lat = ctx.shared.metrics.slow.latency.lock();
+    if ctx.args.len() == 2 {
+        let n = lat.len();
+        lat.clear();
+        return Value::Integer(n as i64);
+    }
+    let mut n = 0;
+    for a in &ctx.args[2..] {
+        let name = String::from_utf8_lossy(a).to_ascii_lowercase();
+        if lat.remove(name.as_str()).is_some() {
+            n += 1;
+        }
+    }
+    Value::Integer(n)
+}
+
+/// `LATENCY DOCTOR`: a short report in words (Redis's is longer; the figures are the same).
+fn latency_doctor(ctx: &mut Ctx) -> Value {
+    let threshold = ctx.shared.config.read().latency_monitor_threshold;
+    let lat = ctx.shared.metrics.slow.latency.lock();
+    let mut out = String::new();
+    if threshold == 0 {
+        out.push_str("I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Ruvio instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in order to enable it.\n");
+    } else if lat.is_empty() {
+        out.push_str("Dave, no latency spike was observed during the lifetime of this Ruvio instance, not in the slightest bit.\n");
+    } else {
+        out.push_str(&format!("Latency spikes above {threshold} ms were observed:\n\n"));
+        for (i, (name, e)) in lat.iter().enumerate() {
+            let avg = e.samples.iter().map(|s| s.1).sum::<u64>() / e.samples.len().max(1) as u64;
+            out.push_str(&format!(
+                "{}. {name}: {} latency spikes (average {avg}ms, max {}ms). Check SLOWLOG GET for the commands, and INFO for the load.\n",
+                i + 1,
+                e.samples.len(),
+                e.max_ms
+            ));
+        }
+    }
+    Value::Verbatim { format: *b"txt", text: Bytes::from(out) }
+}
+
+fn latency_help(_ctx: &mut Ctx) -> Value {
+    help_lines(&[
+        "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LATEST",
+        "    Return the latest latency samples for all events.",
+        "HISTORY <event>",
+        "    Return latency samples for the specified event.",
+        "RESET [<event> ...]",
+        "    Reset latency data of one or more <event> classes.",
+        "    (default: reset all data for all event classes)",
+        "DOCTOR",
+        "    Return a human readable latency analysis report.",
+        "HELP",
+        "    Prints this help.",
+    ])
 }
 
 fn time(_ctx: &mut Ctx) -> Value {

@@ -24,11 +24,11 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE, (0, 0, 0), "Starts a transaction.", multi),
-    cmd!("exec", 1, LOADING | STALE | NO_QUEUE, (0, 0, 0), "Executes all commands in a transaction.", exec),
-    cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE, (0, 0, 0), "Discards a transaction.", discard),
-    cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
-    cmd!("unwatch", 1, FAST | LOADING | STALE, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
+    cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Starts a transaction.", multi),
+    cmd!("exec", 1, LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Executes all commands in a transaction.", exec),
+    cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Discards a transaction.", discard),
+    cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
+    cmd!("unwatch", 1, FAST | LOADING | STALE | NOSCRIPT, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
 ];
 
 fn multi(ctx: &mut Ctx) -> Value {
@@ -64,6 +64,17 @@ fn exec(ctx: &mut Ctx) -> Value {
     if failed {
         unwatch_ctx(ctx);
         return Value::error(ERR_EXECABORT);
+    }
+    // A durable connection's transaction obeys the rule of its single writes: with too few replicas to acknowledge
+    // it, nothing runs (replicas may have gone since the writes were queued). The connection then waits for the
+    // acknowledgements of what EXEC logged, and undoes its grants if they do not come (connection.rs).
+    let n = ctx.client.durability_replicas;
+    if n > 0
+        && queue.iter().any(|args| super::resolve(args).is_ok_and(|r| r.spec.has(WRITE)))
+        && ctx.shared.replication.online_durable_replicas() < n
+    {
+        unwatch_ctx(ctx);
+        return Value::error(ERR_EXECABORT_NOREPLICAS);
     }
     // Take the lock before checking the watches so no write can slip in between the check and the commands.
     let now = ctx.now;

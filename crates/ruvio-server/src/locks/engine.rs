@@ -8,7 +8,7 @@
 use ruvio_protocol::Value;
 
 use super::records;
-use super::{Want, Waiter};
+use super::{Grant, Grantee, Want, Waiter};
 use crate::keyspace::{Holder, Lease, Semaphore};
 use crate::errors::{no_token_reservation, semaphore_limit_mismatch, ERR_WRONGTYPE};
 use crate::keyspace::{CompactBytes, Data, Entry};
@@ -187,6 +187,7 @@ fn undo_grant(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
 
 fn log_grant(store: &mut Store, db: usize, key: &[u8], want: Want, token: i64, deadline: u64) {
     store.locks.stats.grants += 1;
+    store.locks.stats.by_kind[want.kind_index()].grants += 1;
     report(store, db, || records::lockset(key, want, token, deadline));
 }
 
@@ -214,10 +215,48 @@ pub fn acquire(store: &mut Store, db: usize, key: &[u8], want: Want, ttl_ms: u64
 
 /// Queues a waiter for `key`; returns its id (for [`cancel_waiter`]).
 pub fn enqueue_waiter(store: &mut Store, db: usize, key: &[u8], want: Want, ttl_ms: u64, reply: tokio::sync::oneshot::Sender<Value>) -> u64 {
+    enqueue_waiter_as(store, db, key, want, ttl_ms, reply, None)
+}
+
+/// [`enqueue_waiter`] for a client whose identity is remembered with the grant it gets (LOCKS).
+pub fn enqueue_waiter_as(
+    store: &mut Store,
+    db: usize,
+    key: &[u8],
+    want: Want,
+    ttl_ms: u64,
+    reply: tokio::sync::oneshot::Sender<Value>,
+    who: Option<Grantee>,
+) -> u64 {
     let id = store.locks.next_waiter_id();
     store.locks.stats.waits += 1;
-    store.locks.waiters_mut(db).entry(CompactBytes::new(key)).or_default().push_back(Waiter { id, want, ttl_ms, reply });
+    store.locks.stats.by_kind[want.kind_index()].waits += 1;
+    let since = crate::clock::mono_ms();
+    store.locks.waiters_mut(db).entry(CompactBytes::new(key)).or_default().push_back(Waiter { id, want, ttl_ms, reply, who, since });
     id
+}
+
+/// Whether `token` still holds `key`.
+fn holds(store: &Store, db: usize, key: &[u8], token: i64) -> bool {
+    match store.dbs.get(db).and_then(|d| d.peek(key)).map(|e| &e.data) {
+        Some(Data::Lease(l)) => l.token == token,
+        Some(Data::Semaphore(s)) => s.holders.iter().any(|h| h.token == token),
+        _ => false,
+    }
+}
+
+/// Remembers who was granted `token` on `key` (LOCKS). When the map has doubled since the last pass, entries
+/// whose token no longer holds its key are dropped, so the map stays proportional to the live holders at an
+/// amortised O(1) per grant, with no hook in every path that ends a holder.
+pub fn note_grant(store: &mut Store, db: usize, key: &[u8], token: i64, who: Grantee) {
+    let grant = Grant { db, key: CompactBytes::new(key), who, wall_ms: crate::clock::wall_ms() };
+    store.locks.grants.insert(token, grant);
+    if store.locks.grants.len() >= store.locks.grants_prune_at {
+        let mut grants = std::mem::take(&mut store.locks.grants);
+        grants.retain(|t, g| holds(store, g.db, &g.key, *t));
+        store.locks.grants_prune_at = (grants.len() * 2).max(1024);
+        store.locks.grants = grants;
+    }
 }
 
 /// Withdraws a waiter (timeout, disconnect). True if it was still waiting.
@@ -264,7 +303,13 @@ pub fn serve_key(store: &mut Store, db: usize, key: &[u8], now: u64) {
                 return;
             }
             Ok(Some((token, deadline))) => match waiter.reply.send(Value::Integer(token)) {
-                Ok(()) => log_grant(store, db, key, waiter.want, token, deadline),
+                Ok(()) => {
+                    log_grant(store, db, key, waiter.want, token, deadline);
+                    store.locks.stats.observe_wait(now.saturating_sub(waiter.since));
+                    if let Some(who) = waiter.who {
+                        note_grant(store, db, key, token, who);
+                    }
+                }
                 Err(_) => undo_grant(store, db, key, token, now),
             },
         }
@@ -357,6 +402,7 @@ pub fn renew(store: &mut Store, db: usize, key: &[u8], token: i64, ttl_ms: u64, 
     disarm_unused(store, db, key, old);
     store.locks.arm(deadline, db, key);
     store.locks.stats.renewals += 1;
+    store.locks.stats.by_kind[want.kind_index()].renewals += 1;
     report(store, db, || records::lockset(key, want, token, deadline));
     Ok(true)
 }
@@ -382,6 +428,7 @@ pub fn release(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) -
     }
     disarm_unused(store, db, key, deadline);
     store.locks.stats.releases += 1;
+    store.locks.stats.by_kind[if is_lease { 0 } else { 1 }].releases += 1;
     report(store, db, || records::lockdrop(key, token));
     serve_key(store, db, key, now);
     Ok(true)

@@ -34,6 +34,28 @@ pub struct Waiter {
     pub ttl_ms: u64,
     /// Closed when the client gave up (timeout, disconnect): such a waiter is skipped, never granted.
     pub reply: oneshot::Sender<Value>,
+    /// Who is waiting, remembered with the grant (LOCKS); `None` for callers that are not client connections.
+    pub who: Option<Grantee>,
+    /// When it started waiting (monotonic ms), for the wait-time histogram.
+    pub since: u64,
+}
+
+/// The client a token was granted to, as its connection was at grant time: what LOCKS shows beside each holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grantee {
+    pub client_id: u64,
+    /// CLIENT SETNAME's name (empty: none).
+    pub name: bytes::Bytes,
+    pub addr: String,
+}
+
+/// A grant this node made to a client: which lock, to whom, when (Unix ms).
+#[derive(Debug)]
+pub struct Grant {
+    pub db: usize,
+    pub key: CompactBytes,
+    pub who: Grantee,
+    pub wall_ms: i64,
 }
 
 /// Counters for INFO's `locks` section.
@@ -47,6 +69,42 @@ pub struct LockStats {
     pub waits: u64,
     /// Waits that ended without a grant (timeout or the client left).
     pub wait_timeouts: u64,
+    /// The same events by kind (index [`Want::kind_index`]: 0 lease, 1 semaphore), for the metrics endpoint.
+    pub by_kind: [KindCounts; 2],
+    /// How long granted waiters waited, ms: counts per bucket of [`WAIT_BUCKETS_MS`] (the last is +Inf), and the sum.
+    pub wait_ms_buckets: [u64; WAIT_BUCKETS_MS.len() + 1],
+    pub wait_ms_sum: u64,
+}
+
+/// Upper bounds (ms) of the lock wait-time histogram.
+pub const WAIT_BUCKETS_MS: [u64; 10] = [1, 5, 10, 50, 100, 500, 1000, 5000, 10_000, 60_000];
+
+/// Lock events of one kind.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct KindCounts {
+    pub grants: u64,
+    pub renewals: u64,
+    pub releases: u64,
+    pub waits: u64,
+}
+
+impl Want {
+    /// 0 for a lease, 1 for a semaphore (`LockStats::by_kind`).
+    pub fn kind_index(self) -> usize {
+        match self {
+            Want::Lease => 0,
+            Want::Semaphore { .. } => 1,
+        }
+    }
+}
+
+impl LockStats {
+    /// A waiter was granted after waiting `ms`.
+    pub fn observe_wait(&mut self, ms: u64) {
+        let i = WAIT_BUCKETS_MS.iter().position(|b| ms <= *b).unwrap_or(WAIT_BUCKETS_MS.len());
+        self.wait_ms_buckets[i] += 1;
+        self.wait_ms_sum += ms;
+    }
 }
 
 /// Lock bookkeeping that is not stored in keys.
@@ -71,6 +129,11 @@ pub struct LockState {
     /// The engine's changes as the records that replay them (`records.rs`), in the order made; `Store::settle`
     /// logs them, as it logs the keyspace's expiries.
     pub changes: Vec<LockChange>,
+    /// Per token: the client this node granted it to and when (LOCKS). Not logged nor replicated (a replica or a
+    /// restarted server shows no identity for holders it did not grant); entries whose holder is gone are pruned
+    /// once the map doubles (`engine::note_grant`), so it stays within twice the live holders (or 1024).
+    pub grants: HashMap<i64, Grant>,
+    pub grants_prune_at: usize,
 }
 
 /// One change the lock engine made: its record, database and instant (Unix ms).
@@ -93,6 +156,8 @@ impl Default for LockState {
             wake_timer: false,
             pending: Vec::new(),
             changes: Vec::new(),
+            grants: HashMap::new(),
+            grants_prune_at: 1024,
         }
     }
 }

@@ -23,6 +23,12 @@ pub const TIME_BITS: u32 = 41;
 pub const EPOCH_SHIFT: u32 = COUNTER_BITS + TIME_BITS;
 pub const MAX_EPOCH: u16 = (1 << 10) - 1;
 
+/// The wall-clock ms (Unix) in a token's time field: when it was issued, or slightly before that when the issuer
+/// ran ahead of the clock under load.
+pub fn issued_wall_ms(token: i64) -> i64 {
+    ((token >> COUNTER_BITS) & ((1 << TIME_BITS) - 1)) + TIME_BASE_MS
+}
+
 /// Durably reserves tokens up to at least the given one (persistence's token state file, fsynced) and returns the
 /// new end of the reservation, or why it could not.
 pub type Reserver = std::sync::Arc<dyn Fn(i64) -> Result<i64, String> + Send + Sync>;

@@ -127,6 +127,10 @@ pub struct Aof {
     pub(crate) capture: Mutex<()>,
     /// LSN of the last record written (maybe not fsynced).
     pub(crate) written: AtomicU64,
+    /// Wakes connections waiting for `written` (under everysec/no a reply leaves once its records are written).
+    written_notify: tokio::sync::Notify,
+    /// Bumped when `written` starts again lower (a replica took a snapshot): a waiter for the old history stops.
+    written_resets: AtomicU64,
     /// Why the last write or fsync failed, while it is failing: write commands get `-MISCONF`.
     error: Mutex<Option<String>>,
     has_error: AtomicBool,
@@ -164,6 +168,8 @@ impl Default for Aof {
             capture: Mutex::new(()),
             urgent_fsync: AtomicBool::new(false),
             written: AtomicU64::new(0),
+            written_notify: tokio::sync::Notify::new(),
+            written_resets: AtomicU64::new(0),
             error: Mutex::new(None),
             has_error: AtomicBool::new(false),
             stats: PersistStats { last_rewrite_ms: AtomicI64::new(-1), last_rewrite_ok: AtomicBool::new(true), last_write_ok: AtomicBool::new(true), ..Default::default() },
@@ -185,18 +191,30 @@ impl Aof {
         self.enabled.load(Ordering::Acquire)
     }
 
-    /// After the journal committed records (`open_bytes` of them not yet handed to a consumer): under `always`
-    /// the next I/O worker to go idle writes them as a group ([`Aof::before_park`]); otherwise the writer thread
-    /// comes round by itself, or at once when much is waiting.
+    /// After the journal committed records (`open_bytes` of them not yet handed to a consumer): the next I/O worker
+    /// to go idle writes them as a group ([`Aof::before_park`]), and under `always` fsyncs them; the writer thread
+    /// also comes round by itself (for records no worker commits), or at once when much is waiting.
     pub fn committed(&self, open_bytes: usize) {
         if open_bytes == 0 || !self.enabled() {
             return;
         }
         if open_bytes >= WAKE_AT_BYTES {
             self.wake_writer();
-        } else if self.group_at_park.load(Ordering::Relaxed) {
+        } else {
             self.kick_pending.store(true, Ordering::Release);
         }
+    }
+
+    /// The log file holds every record up to `lsn` (written, maybe not fsynced): wakes the replies waiting for it.
+    pub(crate) fn publish_written(&self, lsn: u64) {
+        self.written.store(lsn, Ordering::Release);
+        self.written_notify.notify_waiters();
+    }
+
+    /// The log starts again after `lsn` (a replica replaced its history with a snapshot).
+    pub(crate) fn reset_written(&self, lsn: u64) {
+        self.written_resets.fetch_add(1, Ordering::AcqRel);
+        self.publish_written(lsn);
     }
 
     /// Gets what is committed fsynced soon, whatever `appendfsync` says (a durable write or WAITAOF waits for it):
@@ -231,8 +249,8 @@ impl Aof {
     }
 
     /// Called by each I/O worker when it has nothing left to run, just before it sleeps (Redis's `beforeSleep`):
-    /// under `appendfsync always`, writes every record committed so far with one write and one fsync, on this
-    /// thread, and so wakes the connections waiting for them. Waking a writer thread per commit instead would
+    /// writes every record committed so far with one write and, under `appendfsync always`, one fsync, on this
+    /// thread, and so wakes the connections waiting for them (under everysec/no they wait for the write alone). Waking a writer thread per commit instead would
     /// start an fsync for the first record of a turn and leave the rest to wait for the next one, and the thread
     /// hand-offs cost more than the fsync on a small machine. A second worker waits for the first one's group,
     /// then commits its own.
@@ -254,7 +272,9 @@ impl Aof {
         }
         let assigned = host.journal().last_lsn();
         let (seen, polls) = SEEN.get();
-        if seen != assigned && polls < EXTRA_POLLS {
+        // Only a group that ends in an fsync (`always`) is worth growing; under everysec/no the group is one write,
+        // which costs less than the extra round.
+        if seen != assigned && polls < EXTRA_POLLS && self.group_at_park.load(Ordering::Relaxed) {
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 SEEN.set((assigned, polls + 1));
                 rt.spawn(async {});
@@ -271,17 +291,45 @@ impl Aof {
         }
     }
 
-    /// Under `appendfsync always`, the LSN a batch must see fsynced before its replies leave: `lsn`, the last one
-    /// committed when the batch ended, whether the batch wrote it or only may have seen it (unless the disk is
-    /// failing: reads go on then).
+    /// The LSN a batch must see on disk before its replies leave: `lsn`, the last one committed when the batch ended,
+    /// whether the batch wrote it or only may have seen it (unless the disk is failing: reads go on then). Under
+    /// `always` it must be fsynced; under `everysec` and `no` written to the file, that is handed to the kernel,
+    /// as Redis writes its AOF buffer before it sends replies: a kill -9 of the process then loses nothing that was
+    /// answered, and only an OS crash or power loss can lose the last second. See [`Aof::wait_before_reply`].
     pub fn durability_target(&self, host: &impl Host, lsn: u64, wrote: bool) -> Option<u64> {
-        if !self.enabled() || host.config().read().appendfsync != crate::config::AppendFsync::Always {
+        if !self.enabled() {
             return None;
         }
-        if lsn <= host.journal().durability.local() || (!wrote && self.has_error()) {
+        let reached = if host.config().read().appendfsync == crate::config::AppendFsync::Always {
+            host.journal().durability.local()
+        } else {
+            self.written.load(Ordering::Acquire)
+        };
+        if lsn <= reached || (!wrote && self.has_error()) {
             return None;
         }
         Some(lsn)
+    }
+
+    /// Waits until the replies of a batch whose [`Aof::durability_target`] was `lsn` may leave: `lsn` fsynced under
+    /// `always`, written otherwise. Either way this worker's next group commit ([`Aof::before_park`]) does it, one
+    /// write (and under `always` one fsync) for every connection of its turn.
+    pub async fn wait_before_reply(&self, host: &impl Host, lsn: u64) {
+        if host.config().read().appendfsync == crate::config::AppendFsync::Always {
+            return self.wait_synced(host, lsn).await;
+        }
+        let resets = self.written_resets.load(Ordering::Acquire);
+        loop {
+            let notified = self.written_notify.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so a write that lands in between still wakes this waiter.
+            notified.as_mut().enable();
+            if self.written.load(Ordering::Acquire) >= lsn || self.written_resets.load(Ordering::Acquire) != resets {
+                return;
+            }
+            self.kick_pending.store(true, Ordering::Release);
+            notified.await;
+        }
     }
 
     /// Waits until `lsn` is fsynced here.

@@ -78,6 +78,14 @@ pub(crate) struct Writer {
     last_fsync: Instant,
     failing_since: Option<Instant>,
     preallocate_failed: Option<Instant>,
+    /// An fsync the writer thread makes once it has let go of the writer (everysec/no).
+    deferred_fsync: Option<DeferredFsync>,
+}
+
+/// An fsync of `file` that covers every record up to `lsn`.
+struct DeferredFsync {
+    file: Arc<File>,
+    lsn: u64,
 }
 
 /// Opens the log (the last file the loader read, or a new one) and starts the writer thread.
@@ -135,6 +143,7 @@ pub fn start(host: &Arc<impl Host>, loaded: Loaded, reservation: Arc<Reservation
         last_fsync: Instant::now(),
         failing_since: None,
         preallocate_failed: None,
+        deferred_fsync: None,
     };
     *aof.log_writer.lock() = Some(w);
     // The thread holds the server weakly: the server owns persistence, not the other way round.
@@ -169,7 +178,7 @@ fn install_base_locked(host: &impl Host, snapshot: &std::path::Path, lsn: u64) -
     w.queue.clear();
     aof.rotations.lock().clear();
     w.written_lsn = lsn;
-    aof.written.store(lsn, Ordering::Release);
+    aof.reset_written(lsn);
     if w.file.is_none() {
         let _ = std::fs::remove_file(snapshot);
         host.journal().reset_after(lsn, false);
@@ -263,7 +272,17 @@ fn run<H: Host>(server: &std::sync::Weak<H>, reservation: &Reservation) {
         }
         let mut guard = aof.log_writer.lock();
         let Some(w) = guard.as_mut() else { return };
-        match w.turn(host, policy) {
+        let turn = w.turn(host, policy);
+        if let Some(job) = w.deferred_fsync.take() {
+            // The fsync runs with the writer unlocked: under everysec/no every reply waits for its records' write
+            // (`Aof::wait_before_reply`), which must not queue behind an fsync.
+            drop(guard);
+            let result = job.file.sync_data();
+            guard = aof.log_writer.lock();
+            let Some(w) = guard.as_mut() else { return };
+            w.fsync_done(host, job, result);
+        }
+        match turn {
             Turn::Go => {}
             Turn::Stop => return,
             Turn::Idle => {
@@ -336,7 +355,9 @@ impl Writer {
         let shutdown = self.take_pending(host);
         let retry_due = self.failing_since.is_none_or(|t| t.elapsed() >= RETRY_EVERY);
         if retry_due && self.write_queue(host, policy) {
-            self.sync_per_policy(host, policy, shutdown);
+            // Under everysec/no the writer thread's fsync runs with the writer unlocked (`run`): I/O workers keep
+            // writing their groups meanwhile, which their replies wait for.
+            self.sync_per_policy(host, policy, shutdown, policy != AppendFsync::Always);
         }
         self.update_sizes(host);
         let synced = host.journal().durability.local();
@@ -355,18 +376,20 @@ impl Writer {
         Turn::Go
     }
 
-    /// Group commit on an I/O worker about to sleep (`appendfsync always`): writes and fsyncs everything committed
-    /// so far. While the log is failing, the writer thread's retries take over.
+    /// Group commit on an I/O worker about to sleep: writes everything committed so far, and under `appendfsync
+    /// always` fsyncs it. Under `everysec` and `no` the write alone is what the worker's replies wait for (the
+    /// records are then in the kernel's hands, safe from a crash of the process); the writer thread fsyncs once a
+    /// second. While the log is failing, the writer thread's retries take over.
     pub(crate) fn commit_turn(&mut self, host: &impl Host) {
         let policy = host.config().read().appendfsync;
-        if policy != AppendFsync::Always || self.failing_since.is_some() {
+        if self.failing_since.is_some() {
             host.aof().wake_writer();
             return;
         }
         // At shutdown the writer thread finishes (`Aof::shutdown` wakes it).
         self.take_pending(host);
-        if self.write_queue(host, policy) {
-            self.sync_per_policy(host, policy, false);
+        if self.write_queue(host, policy) && policy == AppendFsync::Always {
+            self.sync_per_policy(host, policy, false, false);
         }
     }
 
@@ -440,7 +463,7 @@ impl Writer {
                         self.queue.pop_front();
                     }
                     self.written_lsn = last_lsn;
-                    host.aof().written.store(last_lsn, Ordering::Release);
+                    host.aof().publish_written(last_lsn);
                 }
                 Chunk::Rotate { gen, first_lsn } => {
                     let (gen, first_lsn) = (*gen, *first_lsn);
@@ -479,7 +502,9 @@ impl Writer {
         Ok(())
     }
 
-    fn sync_per_policy(&mut self, host: &impl Host, policy: AppendFsync, shutdown: bool) {
+    /// fsyncs when `policy` (or a durable write, or the shutdown) asks for it. `defer`: not here, but by the writer
+    /// thread with the writer unlocked: the fsync is left in `deferred_fsync` for [`Writer::fsync_done`].
+    fn sync_per_policy(&mut self, host: &impl Host, policy: AppendFsync, shutdown: bool, defer: bool) {
         let aof = &host.aof();
         let durability = &host.journal().durability;
         let Some(lf) = self.file.as_mut() else {
@@ -491,6 +516,11 @@ impl Writer {
                 || aof.urgent_fsync.swap(false, Ordering::AcqRel)
                 || policy == AppendFsync::Always
                 || (policy == AppendFsync::EverySec && self.last_fsync.elapsed() >= Duration::from_secs(1));
+            if due && defer && !shutdown {
+                self.last_fsync = Instant::now();
+                self.deferred_fsync = Some(DeferredFsync { file: lf.file.clone(), lsn: self.written_lsn });
+                return;
+            }
             if due {
                 match lf.file.sync_data() {
                     Ok(()) => {
@@ -510,6 +540,30 @@ impl Writer {
         if self.failing_since.is_some() && self.queue.is_empty() {
             self.failing_since = None;
             aof.set_error(None);
+        }
+    }
+
+    /// The writer thread's fsync of `job`, made with the writer unlocked, is done: publish it, or handle its failure
+    /// as an fsync under the lock would. Only for the file still being appended to: a rotation or a replica's new
+    /// base replaced it meanwhile and fsynced (or dropped) what the old one held itself.
+    fn fsync_done(&mut self, host: &impl Host, job: DeferredFsync, result: std::io::Result<()>) {
+        let aof = &host.aof();
+        let same_file = self.file.as_ref().is_some_and(|lf| Arc::ptr_eq(&lf.file, &job.file));
+        if !same_file {
+            return;
+        }
+        match result {
+            Ok(()) => {
+                host.journal().durability.publish_local(job.lsn);
+                self.forget_synced(host);
+                aof.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+                aof.stats.last_fsync_ms.store(crate::clock::wall_ms(), Ordering::Relaxed);
+                if self.failing_since.is_some() && self.queue.is_empty() {
+                    self.failing_since = None;
+                    aof.set_error(None);
+                }
+            }
+            Err(e) => self.fsync_failed(host, e),
         }
     }
 

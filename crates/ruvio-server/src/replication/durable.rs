@@ -11,17 +11,18 @@ use std::time::Duration;
 use bytes::Bytes;
 use ruvio_protocol::Value;
 
-use crate::client::{ClientInfo, ClientState};
+use crate::client::{ClientInfo, ClientState, Grant};
 use crate::blocking::Block;
 use crate::dispatch::{execute, Caller};
-use crate::errors::{not_durable_grant_undone, not_durable_no_lease, not_durable_write};
+use crate::errors::{not_durable_grant_undone, not_durable_grants_undone, not_durable_no_lease, not_durable_write};
 use crate::journal::Need;
 use crate::shared::Shared;
 
-/// The wait for the write `args` (database `db`, logged up to `lsn`) whose reply is `reply`.
-pub fn wait(shared: &Arc<Shared>, db: usize, lsn: u64, replicas: usize, args: &[Bytes], reply: Value) -> Block {
+/// The wait for a durable connection's command that logged up to `lsn` and answered `reply`; `grants` are the
+/// lock grants it made (a LEASE or SEMAPHORE, or those of an EXEC or a script), taken back if the acknowledgements do
+/// not come in time. `single`: the command was one write (its grant, if any, gets the single grant's error text).
+pub fn wait(shared: &Arc<Shared>, lsn: u64, replicas: usize, grants: Vec<Grant>, reply: Value, single: bool) -> Block {
     let timeout_ms = shared.config.read().durability_timeout;
-    let grant = granted_token(args, &reply).map(|token| (args[1].clone(), token));
     shared.aof.request_fsync();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let shared = shared.clone();
@@ -32,50 +33,53 @@ pub fn wait(shared: &Arc<Shared>, db: usize, lsn: u64, replicas: usize, args: &[
             // Acknowledged: answered only while the coordinators' lease holds (replication/lease.rs).
             shared.replication.lease.wait_valid().await;
         };
+        shared.metrics.durable_waits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let met = tokio::time::timeout(Duration::from_millis(timeout_ms), durable).await.is_ok();
+        if !met {
+            shared.metrics.not_durable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let no_lease = !met && shared.journal.durability.met(need);
-        let answer = match (met, grant) {
-            (true, _) => reply,
-            (false, Some((key, token))) => {
-                undo_grant(&shared, db, key, token);
-                if no_lease {
-                    not_durable_no_lease(true, timeout_ms)
-                } else {
-                    not_durable_grant_undone(replicas, timeout_ms)
-                }
+        let answer = if met {
+            reply
+        } else if grants.is_empty() {
+            if no_lease {
+                not_durable_no_lease(false, timeout_ms)
+            } else {
+                not_durable_write(replicas, timeout_ms)
             }
-            (false, None) if no_lease => not_durable_no_lease(false, timeout_ms),
-            (false, None) => not_durable_write(replicas, timeout_ms),
+        } else {
+            undo_grants(&shared, &grants);
+            if no_lease {
+                not_durable_no_lease(true, timeout_ms)
+            } else if single && grants.len() == 1 {
+                not_durable_grant_undone(replicas, timeout_ms)
+            } else {
+                not_durable_grants_undone(grants.len(), replicas, timeout_ms)
+            }
         };
         let _ = tx.send(answer);
     });
     Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: not_durable_write(replicas, timeout_ms) }
 }
 
-/// The token of a LEASE or SEMAPHORE that granted.
-pub fn granted_token(args: &[Bytes], reply: &Value) -> Option<i64> {
-    let grant = args[0].eq_ignore_ascii_case(b"lease") || args[0].eq_ignore_ascii_case(b"semaphore");
-    match reply {
-        Value::Integer(t) if grant && args.len() > 1 => Some(*t),
-        _ => None,
-    }
-}
-
-/// Releases `key`'s grant `token` as the server (logged like any release, so replicas and the log drop it too).
-fn undo_grant(shared: &Arc<Shared>, db: usize, key: Bytes, token: i64) {
+/// Releases each grant as the server (logged like any release, so replicas and the log drop it too), under one
+/// acquisition of the store lock.
+fn undo_grants(shared: &Arc<Shared>, grants: &[Grant]) {
     let mut client = ClientState::new(Arc::new(ClientInfo::new(0, "durability-undo".into(), String::new())), true);
-    client.db = db;
-    let args = [Bytes::from_static(b"RELEASE"), key, Bytes::from(token.to_string())];
     let mut guard = Some(shared.store.lock());
     if guard.as_ref().is_some_and(|s| s.replica) {
-        // Demoted meanwhile (a failover): only the new primary's records change this node. If the grant reached the
+        // Demoted meanwhile (a failover): only the new primary's records change this node. If a grant reached the
         // new primary, it ends there at its TTL; the client was told it does not hold it.
-        tracing::warn!("durable grant of token {token} not acknowledged in time; this node is a replica now, so it is not undone here");
+        tracing::warn!("{} durable grant(s) not acknowledged in time; this node is a replica now, so they are not undone here", grants.len());
         return;
     }
-    let (reply, _) = execute(Caller::Replay, crate::clock::mono_ms(), shared, &mut client, &args, &mut guard);
+    for g in grants {
+        client.db = g.db;
+        let args = [Bytes::from_static(b"RELEASE"), g.key.clone(), Bytes::from(g.token.to_string())];
+        let (reply, _) = execute(Caller::Replay, crate::clock::mono_ms(), shared, &mut client, &args, &mut guard);
+        tracing::warn!("durable grant of token {} not acknowledged in time: undone ({reply:?})", g.token);
+    }
     if let Some(store) = guard.as_mut() {
         shared.commit_log(store);
     }
-    tracing::warn!("durable grant of token {token} not acknowledged in time: undone ({reply:?})");
 }

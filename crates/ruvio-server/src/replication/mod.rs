@@ -198,6 +198,14 @@ impl Replication {
         Ok(())
     }
 
+    /// REPLICATION PROMISE WITHDRAW: lowers the promise to `to` (the node's own epoch), durably; returns the
+    /// promise it replaces.
+    pub fn withdraw_promise(&self, to: u64) -> u64 {
+        let before = self.promised.swap(to, Ordering::AcqRel);
+        self.save();
+        before
+    }
+
     /// At start-up: where the state lives, and what it says.
     pub fn load(&self, dir: &std::path::Path) -> Result<(), String> {
         *self.dir.lock() = Some(dir.to_path_buf());

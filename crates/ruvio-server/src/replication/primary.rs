@@ -22,8 +22,11 @@ use crate::client::Handover;
 use crate::journal::{ConsumerId, ReadError};
 use crate::shared::Shared;
 
-/// A replica that sent no acknowledgement for this long is disconnected (Redis's `repl-timeout` default).
-const REPLICA_TIMEOUT: Duration = Duration::from_secs(60);
+/// `repl-timeout`: a replica that sent no acknowledgement, or took no part of its snapshot, for this long is
+/// disconnected (Redis's name; default 60 s).
+fn repl_timeout(shared: &Shared) -> Duration {
+    Duration::from_secs(shared.config.read().repl_timeout)
+}
 
 /// Serves one replica until the link breaks, this node stops being a primary, or the server shuts down.
 pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: Handover) {
@@ -55,6 +58,8 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
     }
     let replid = shared.replication.replid();
     let resumed = shared.replication.continues(&req.replid, req.next_lsn).then(|| shared.journal.subscribe(req.next_lsn, false).ok()).flatten();
+    // What the replica holds once the sync is done: the LSN before its next one, or the snapshot's.
+    let mut holds = req.next_lsn.saturating_sub(1);
     let cursor = match resumed {
         Some(c) => {
             shared.replication.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -62,15 +67,24 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
             wr.write_all(format!("+CONTINUE {replid} {epoch}\r\n").as_bytes()).await.map_err(|e| e.to_string())?;
             c
         }
-        None => full_sync(shared, &mut wr, id, &replid, epoch).await?,
+        None => {
+            let (cursor, lsn) = full_sync(shared, &mut wr, id, &replid, epoch).await?;
+            holds = lsn;
+            cursor
+        }
     };
-    shared.replication.update_downstream(id, |d| d.state = "online");
-    let result = stream_records(shared, &mut rd, &mut wr, cursor, id, generation, req.aof).await;
+    // The silence clock (repl-timeout) starts with the stream, not with a snapshot that took long to make or send.
+    shared.replication.update_downstream(id, |d| {
+        d.state = "online";
+        d.last_ack = Instant::now();
+    });
+    let result = stream_records(shared, &mut rd, &mut wr, cursor, id, generation, req.aof, holds).await;
     shared.journal.unsubscribe(cursor);
     result
 }
 
-async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, replid: &str, epoch: u16) -> Result<ConsumerId, String> {
+/// Sends a snapshot; returns the cursor the stream continues from and the snapshot's LSN.
+async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, replid: &str, epoch: u16) -> Result<(ConsumerId, u64), String> {
     shared.replication.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = shared.config.read().dir.clone();
     let path = dir.join(format!("replica-sync-{id}.tmp"));
@@ -87,19 +101,38 @@ async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, repli
     let cursor = cursor.expect("set at the snapshot's instant").map_err(|e| format!("{e:?}"))?;
     tracing::info!("replica {id}: full sync, snapshot of LSN {lsn} ({size} bytes) written in {:?}", started.elapsed());
     shared.replication.update_downstream(id, |d| d.state = "send_bulk");
-    let sent = async {
-        wr.write_all(format!("+FULLRESYNC {replid} {lsn} {epoch}\r\n${size}\r\n").as_bytes()).await?;
+    // A peer that asked for a snapshot and does not read it must not hold the file (or this task) for ever: every
+    // part of the transfer must go within repl-timeout (Redis bounds its bulk transfer the same way), and the file
+    // is unlinked as soon as it is open, so its space goes with the transfer however that ends.
+    let timeout = repl_timeout(shared);
+    let stalled = || std::io::Error::new(std::io::ErrorKind::TimedOut, format!("the replica took no part of the snapshot for {} s (repl-timeout)", timeout.as_secs()));
+    let mut shutdown = shared.shutdown.subscribe();
+    let send = async {
         let mut f = tokio::fs::File::open(&path).await?;
-        tokio::io::copy(&mut f, wr).await?;
-        wr.flush().await
-    }
-    .await;
+        let _ = tokio::fs::remove_file(&path).await;
+        let header = format!("+FULLRESYNC {replid} {lsn} {epoch}\r\n${size}\r\n");
+        tokio::time::timeout(timeout, wr.write_all(header.as_bytes())).await.map_err(|_| stalled())??;
+        let mut chunk = vec![0u8; 64 * 1024];
+        loop {
+            let n = f.read(&mut chunk).await?;
+            if n == 0 {
+                break;
+            }
+            tokio::time::timeout(timeout, wr.write_all(&chunk[..n])).await.map_err(|_| stalled())??;
+        }
+        tokio::time::timeout(timeout, wr.flush()).await.map_err(|_| stalled())?
+    };
+    let sent = tokio::select! {
+        r = send => r,
+        _ = shutdown.wait_for(|s| *s) => Err(std::io::Error::other("shutting down")),
+    };
+    // Already gone unless opening it failed.
     let _ = tokio::fs::remove_file(&path).await;
     if let Err(e) = sent {
         shared.journal.unsubscribe(cursor);
         return Err(format!("sending the snapshot: {e}"));
     }
-    Ok(cursor)
+    Ok((cursor, lsn))
 }
 
 async fn stream_records(
@@ -110,7 +143,10 @@ async fn stream_records(
     id: u64,
     generation: u64,
     aof: bool,
+    holds: u64,
 ) -> Result<(), String> {
+    // The last LSN sent on this link: a replica cannot have received (let alone fsynced) anything beyond it.
+    let mut sent = holds;
     let mut shutdown = shared.shutdown.subscribe();
     let mut inbuf = BytesMut::with_capacity(1024);
     let mut parser = RequestParser::new();
@@ -123,6 +159,7 @@ async fn stream_records(
             Ok(segments) => {
                 for seg in segments {
                     wr.write_all(&seg.bytes).await.map_err(|e| format!("writing the stream: {e}"))?;
+                    sent = sent.max(seg.last_lsn);
                 }
             }
             Err(ReadError::Lagged { oldest }) => {
@@ -139,6 +176,14 @@ async fn stream_records(
                 }
                 while let Some(args) = parser.parse(&mut inbuf, &limits).map_err(|e| format!("bad acknowledgement: {e}"))? {
                     if let Some((received, fsynced)) = parse_ack(&args) {
+                        if received > sent || fsynced > sent {
+                            // Acknowledging what was never sent is not a replica's mistake but a forgery (something
+                            // posing as a replica to make durable writes look acknowledged): nothing it says counts.
+                            return Err(format!(
+                                "acknowledged LSN {} but only {sent} was sent on this link: dropped (not a genuine replica?)",
+                                received.max(fsynced)
+                            ));
+                        }
                         shared.replication.update_downstream(id, |d| {
                             d.received = d.received.max(received);
                             d.fsynced = d.fsynced.max(fsynced);
@@ -154,8 +199,9 @@ async fn stream_records(
         }
         // Replicas acknowledge at least once a second: one silent for a minute is gone (Redis's repl-timeout).
         let silent = shared.replication.downstream().iter().find(|d| d.id == id).map(|d| d.last_ack.elapsed());
-        if silent.is_some_and(|s| s > REPLICA_TIMEOUT) {
-            return Err(format!("no acknowledgement for {} s", REPLICA_TIMEOUT.as_secs()));
+        let timeout = repl_timeout(shared);
+        if silent.is_some_and(|s| s > timeout) {
+            return Err(format!("no acknowledgement for {} s", timeout.as_secs()));
         }
         if shared.replication.generation() != generation {
             return Ok(());

@@ -89,6 +89,22 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
         (epoch, c.appendonly, shared.bound_port.load(std::sync::atomic::Ordering::Relaxed))
     };
     let next_lsn = shared.journal.last_lsn() + 1;
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let (user, pass) = {
+        let c = shared.config.read();
+        (c.masteruser.clone(), c.masterauth.clone())
+    };
+    if let Some(pass) = pass {
+        // `masteruser`/`masterauth`: log in to a primary that requires a password (its user must be allowed PSYNC).
+        let mut out = Vec::new();
+        let args: Vec<Bytes> = std::iter::once("AUTH".to_string()).chain(user).chain(std::iter::once(pass)).map(Bytes::from).collect();
+        encode_command(&mut out, &args);
+        wr.write_all(&out).await.map_err(|e| format!("sending AUTH: {e}"))?;
+        let line = read_line(&mut rd, &mut buf).await?;
+        if !line.starts_with("+OK") {
+            return Err(format!("the primary refused AUTH (masteruser/masterauth): {line}"));
+        }
+    }
     let mut out = Vec::new();
     let args: Vec<Bytes> = [
         "PSYNC".to_string(),
@@ -103,7 +119,6 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
     .collect();
     encode_command(&mut out, &args);
     wr.write_all(&out).await.map_err(|e| format!("sending PSYNC: {e}"))?;
-    let mut buf = BytesMut::with_capacity(64 * 1024);
     let line = read_line(&mut rd, &mut buf).await?;
     let words: Vec<&str> = line.split(' ').collect();
     let primary_epoch;
@@ -146,6 +161,10 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
 
 fn parse_epoch(word: &str, mine: u16, line: &str) -> Result<u16, String> {
     let e: u16 = word.parse().map_err(|_| format!("bad reply to PSYNC: {line}"))?;
+    if e > crate::locks::tokens::MAX_EPOCH {
+        // Refused, not clamped: taking it would leave this node at the last epoch (docs/fencing.md).
+        return Err(format!("the primary claims epoch {e}, above the largest failover epoch {}: refusing its stream", crate::locks::tokens::MAX_EPOCH));
+    }
     if e < mine {
         return Err(format!("the primary is at epoch {e}, older than this node's {mine}: refusing its stream"));
     }
@@ -194,8 +213,20 @@ async fn receive_file(rd: &mut OwnedReadHalf, buf: &mut BytesMut, path: &Path, s
     Ok(())
 }
 
-/// Replaces this node's data with the primary's snapshot of LSN `lsn` (clients get -LOADING meanwhile).
+/// Replaces this node's data with the primary's snapshot of LSN `lsn` (clients get -LOADING meanwhile). The
+/// snapshot is checked completely first, changing nothing: a damaged, truncated or foreign one leaves this node
+/// serving the data it had, with its files (which describe that data) untouched; the link then starts over.
 fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Result<(), String> {
+    let checked = crate::persistence::loader::check_snapshot(shared, path).and_then(|(snap_lsn, _, _)| {
+        if snap_lsn != lsn {
+            return Err(format!("the snapshot is of LSN {snap_lsn}, the primary announced {lsn}"));
+        }
+        Ok(())
+    });
+    if let Err(e) = checked {
+        let _ = std::fs::remove_file(path);
+        return Err(format!("refused the primary's snapshot, keeping this node's data: {e}"));
+    }
     shared.loading.store(true, std::sync::atomic::Ordering::Release);
     let result = (|| {
         {
@@ -204,10 +235,7 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Res
             store.log.clear();
             store.locks.tokens.set_epoch(epoch);
         }
-        let (snap_lsn, _keys, _size) = crate::persistence::loader::load_snapshot(shared, path, crate::persistence::loader::Clock::Primary)?;
-        if snap_lsn != lsn {
-            return Err(format!("the snapshot is of LSN {snap_lsn}, the primary announced {lsn}"));
-        }
+        crate::persistence::loader::load_snapshot(shared, path, crate::persistence::loader::Clock::Primary)?;
         {
             let mut store = shared.store.lock();
             store.log.clear();
@@ -215,6 +243,11 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Res
         }
         crate::persistence::writer::install_base(shared, path, lsn)
     })();
+    if result.is_err() {
+        // Past the check (the disk failed us, or a function library did not load): memory no longer matches this
+        // node's history, so the next sync must be a snapshot, never a resume.
+        shared.replication.forget_history();
+    }
     shared.loading.store(false, std::sync::atomic::Ordering::Release);
     result
 }

@@ -82,6 +82,7 @@ pub fn node(dir: &Path, port: u16, primary: Option<u16>) -> Proc {
     std::fs::create_dir_all(&d).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_ruvio"));
     c.args(["--port", &port.to_string(), "--dir", d.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always"]);
+    c.args(["--coordinator-pass", super::COORD_PASS]);
     if let Some(p) = primary {
         c.args(["--replicaof", &format!("127.0.0.1 {p}")]);
     }
@@ -113,9 +114,10 @@ impl Cluster {
             std::fs::write(
                 &conf,
                 format!(
-                    "port {cp}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {p0} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster {n}\n",
+                    "port {cp}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {p0} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster {n}\n{}",
                     d.display(),
-                    peers.join(" ")
+                    peers.join(" "),
+                    super::coordinator_auth_conf("mymaster", true)
                 ),
             )
             .unwrap();

@@ -121,6 +121,22 @@ impl Drop for Server {
     }
 }
 
+/// The secret the tests' Ruvio nodes give the built-in `coordinator` user (`coordinator-pass`): only that user
+/// may run the coordination commands (REPLICATION LEASE/PROMISE, REPLICAOF ... EPOCH).
+pub const COORD_PASS: &str = "test-coordinator-secret";
+/// How the tests' coordinators log in to each other (`sentinel sentinel-user` / `sentinel sentinel-pass`).
+pub const PEER_USER: &str = "coordinators";
+pub const PEER_PASS: &str = "test-peer-secret";
+
+/// Coordinator config lines: the peers' login, and for a group of Ruvio nodes the `coordinator` user's.
+pub fn coordinator_auth_conf(group: &str, ruvio_nodes: bool) -> String {
+    let mut s = format!("sentinel sentinel-user {PEER_USER}\nsentinel sentinel-pass {PEER_PASS}\n");
+    if ruvio_nodes {
+        s.push_str(&format!("sentinel auth-user {group} coordinator\nsentinel auth-pass {group} {COORD_PASS}\n"));
+    }
+    s
+}
+
 pub struct Conn {
     stream: TcpStream,
     buf: BytesMut,
@@ -138,7 +154,21 @@ impl Conn {
         Self::try_connect(port).expect("connecting")
     }
 
+    /// A connection logged in as the built-in `coordinator` user (nodes started with `--coordinator-pass`).
+    pub fn as_coordinator(port: u16) -> Conn {
+        let mut c = Self::connect(port);
+        assert!(is_ok(&c.cmd(&["AUTH", "coordinator", COORD_PASS])), "AUTH coordinator on {port}");
+        c
+    }
+
     pub fn send(&mut self, args: &[&str]) -> std::io::Result<()> {
+        let mut out = BytesMut::new();
+        encode_command(args, &mut out);
+        self.stream.write_all(&out)
+    }
+
+    /// Sends a command whose arguments may be any bytes (not only UTF-8).
+    pub fn send_bin<A: AsRef<[u8]>>(&mut self, args: &[A]) -> std::io::Result<()> {
         let mut out = BytesMut::new();
         encode_command(args, &mut out);
         self.stream.write_all(&out)

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, TypeVar
+from typing import Any, AsyncIterator, Dict, List, Mapping, Optional, Tuple, TypeVar
 
 from .. import _commands as c
-from .._commands import Cmd, KeyT, LockInfo, ValueT
+from .._commands import Cmd, KeyT, ListedLock, LockInfo, ValueT
 from .._resp import EncodableT
 
 T = TypeVar("T")
@@ -56,6 +56,22 @@ class AsyncCommands:
     async def lock_info(self, key: KeyT) -> Optional[LockInfo]:
         """``LOCKINFO key``: kind, limit, holders (token, remaining_ms) and waiters, or ``None`` without a lock."""
         return await self._run(c.lock_info(key))
+
+    async def locks(self, cursor: int = 0, match: Optional[str] = None,
+              count: Optional[int] = None) -> Tuple[int, List[ListedLock]]:
+        """``LOCKS cursor [MATCH match] [COUNT count]``: (next cursor, locks of this page), each lock with its
+        holders' tokens, grant times and clients. Continue with the returned cursor until it is 0 (as SCAN)."""
+        return await self._run(c.locks(cursor, match, count))
+
+    async def scan_locks(self, match: Optional[str] = None, count: Optional[int] = None) -> AsyncIterator[ListedLock]:
+        """Every lock (matching ``match``), iterating ``LOCKS`` to the end."""
+        cursor = 0
+        while True:
+            cursor, page = await self.locks(cursor, match, count)
+            for lock in page:
+                yield lock
+            if cursor == 0:
+                return
 
     # -- everyday commands ------------------------------------------------------------------------------------
     async def ping(self) -> bool:

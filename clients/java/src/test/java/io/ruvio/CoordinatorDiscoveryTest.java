@@ -16,16 +16,20 @@ import org.junit.jupiter.api.Test;
  * primary it finds the new one, writes there, and the grant is held there with its token.
  */
 class CoordinatorDiscoveryTest {
+    private static final String COORD_PASS = "test-coordinator-secret";
+
     @Test
     void findsThePrimaryThroughCoordinatorsAndFollowsAKill9Failover() throws Exception {
         List<ServerProcess> all = new ArrayList<>();
         try {
-            ServerProcess primary = ServerProcess.ruvio("--appendonly", "yes", "--appendfsync", "always");
+            // coordinator-pass: the built-in `coordinator` user the coordinators log in as (coordination commands).
+            ServerProcess primary = ServerProcess.ruvio("--appendonly", "yes", "--appendfsync", "always",
+                    "--coordinator-pass", COORD_PASS);
             all.add(primary);
             List<ServerProcess> replicas = new ArrayList<>();
             for (int i = 0; i < 2; i++) {
                 ServerProcess r = ServerProcess.ruvio("--appendonly", "yes", "--appendfsync", "always",
-                        "--replicaof", "127.0.0.1 " + primary.port);
+                        "--coordinator-pass", COORD_PASS, "--replicaof", "127.0.0.1 " + primary.port);
                 replicas.add(r);
                 all.add(r);
             }
@@ -47,6 +51,10 @@ class CoordinatorDiscoveryTest {
                         "sentinel monitor mymaster 127.0.0.1 " + primary.port + " 2",
                         "sentinel down-after-milliseconds mymaster 1000",
                         "sentinel durability-replicas mymaster 1",
+                        "sentinel auth-user mymaster coordinator",
+                        "sentinel auth-pass mymaster " + COORD_PASS,
+                        "sentinel sentinel-user coordinators",
+                        "sentinel sentinel-pass test-peer-secret",
                         ""));
                 all.add(ServerProcess.coordinator(port, conf, dir));
             }

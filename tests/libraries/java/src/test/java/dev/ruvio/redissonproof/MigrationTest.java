@@ -114,13 +114,15 @@ class MigrationTest {
     @Test
     void redissonScriptApiRunsTheLockCommands() throws Exception {
         RScript script = redisson.getScript(StringCodec.INSTANCE);
-        Long token = script.eval(RScript.Mode.READ_WRITE,
+        // Inside a script a fencing token is an exact decimal string (Lua numbers are doubles; docs/scripting.md).
+        String granted = script.eval(RScript.Mode.READ_WRITE,
                 "return redis.call('LEASE', KEYS[1], ARGV[1])",
-                RScript.ReturnType.INTEGER, List.of("lease:invoice:42"), "30000");
-        assertNotNull(token);
-        Long again = script.eval(RScript.Mode.READ_WRITE,
+                RScript.ReturnType.VALUE, List.of("lease:invoice:42"), "30000");
+        assertNotNull(granted);
+        long token = Long.parseLong(granted);
+        String again = script.eval(RScript.Mode.READ_WRITE,
                 "return redis.call('LEASE', KEYS[1], ARGV[1])",
-                RScript.ReturnType.INTEGER, List.of("lease:invoice:42"), "30000");
+                RScript.ReturnType.VALUE, List.of("lease:invoice:42"), "30000");
         assertNull(again, "held: nil");
         Long written = script.eval(RScript.Mode.READ_WRITE,
                 "return redis.call('IFGT', KEYS[1], ARGV[1], ARGV[2])",

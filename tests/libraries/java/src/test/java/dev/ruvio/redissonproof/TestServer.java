@@ -52,6 +52,9 @@ final class TestServer implements AutoCloseable {
     }
 
     /** A server; with {@code primaryPort} a replica of the server on that port; with {@code password} requirepass. */
+    /** The secret Ruvio nodes give their built-in `coordinator` user, and the coordinator logs in with. */
+    static final String COORD_PASS = "test-coordinator-secret";
+
     static TestServer start(Integer primaryPort, String password) throws Exception {
         String target = target();
         Path dir = Files.createTempDirectory("ruvio-redisson-");
@@ -67,7 +70,9 @@ final class TestServer implements AutoCloseable {
                 cmd.addAll(List.of("--requirepass", password));
             }
         } else {
-            cmd.addAll(List.of(ruvioBin(), "--port", String.valueOf(port), "--dir", dir.toString()));
+            // coordinator-pass: the built-in `coordinator` user the coordinator logs in as (coordination commands).
+            cmd.addAll(List.of(ruvioBin(), "--port", String.valueOf(port), "--dir", dir.toString(),
+                    "--coordinator-pass", COORD_PASS));
             if (primaryPort != null) {
                 cmd.addAll(List.of("--replicaof", "127.0.0.1 " + primaryPort));
             }
@@ -90,6 +95,9 @@ final class TestServer implements AutoCloseable {
         String monitor = "sentinel monitor mymaster 127.0.0.1 " + primaryPort + " 1\n"
                 + "sentinel down-after-milliseconds mymaster 5000\n"
                 + "sentinel failover-timeout mymaster 20000\n";
+        if (!target.equals("redis")) {
+            monitor += "sentinel auth-user mymaster coordinator\nsentinel auth-pass mymaster " + COORD_PASS + "\n";
+        }
         Files.writeString(conf, "port " + port + "\nbind 127.0.0.1\ndir " + dir + "\n" + monitor);
         List<String> cmd = target.equals("redis")
                 ? List.of("redis-sentinel", conf.toString())
