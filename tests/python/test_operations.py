@@ -87,7 +87,7 @@ def test_debian_stock_redis_conf_starts_ruvio_with_one_warning(tmp_path: Path) -
         ignored = warnings[0].split("):", 1)[1].strip().split(", ")
         # Every stock directive Ruvio does not act on is named, each once.
         for name in ["tcp-backlog", "rdbcompression", "dbfilename", "repl-diskless-sync", "lazyfree-lazy-eviction",
-                     "acllog-max-len", "notify-keyspace-events", "list-max-listpack-size", "jemalloc-bg-thread"]:
+                     "acllog-max-len", "jemalloc-bg-thread"]:
             assert name in ignored, (name, ignored)
         assert len(ignored) == len(set(ignored))
         assert "ERROR" not in log
@@ -95,6 +95,9 @@ def test_debian_stock_redis_conf_starts_ruvio_with_one_warning(tmp_path: Path) -
         import redis
         r = redis.Redis(port=port, socket_timeout=5)
         assert r.config_get("hash-max-listpack-entries") == {"hash-max-listpack-entries": "512"}
+        # The data types' parameters and keyspace notifications are parameters now (issue 33), not ignored.
+        assert r.config_get("zset-max-listpack-entries") == {"zset-max-listpack-entries": "128"}
+        assert r.config_get("notify-keyspace-events") == {"notify-keyspace-events": ""}
         assert r.config_get("appendonly") == {"appendonly": "no"}
         assert r.set("k", "v") and r.get("k") == b"v"
         r.close()
@@ -114,7 +117,6 @@ def test_debian_stock_redis_conf_starts_ruvio_with_one_warning(tmp_path: Path) -
 
 @pytest.mark.parametrize("directive, why", [
     ("daemonize yes", "supervisor"),
-    ("notify-keyspace-events KEA", "keyspace notifications"),
     ("maxmemory-policy allkeys-lru", "never evicts"),
     ("replica-serve-stale-data no", "even with its link down"),
 ])
@@ -229,7 +231,8 @@ def test_contrib_ruvio_conf_starts_ruvio_and_names_every_parameter(tmp_path: Pat
         # Every parameter is in the file, set or commented out ("# io-threads 1"), with its comment above it.
         named = set(re.findall(r"^(?:# )?([a-z][a-z0-9-]+) ", text, re.M))
         aliases = {"slave-read-only", "slaveof", "min-slaves-to-write", "min-slaves-max-lag", "hash-max-ziplist-entries",
-                   "hash-max-ziplist-value", "lua-time-limit"}
+                   "hash-max-ziplist-value", "lua-time-limit", "zset-max-ziplist-entries", "zset-max-ziplist-value",
+                   "list-max-ziplist-size"}
         missing = sorted(set(names) - aliases - named)
         assert not missing, f"contrib/ruvio.conf lacks {missing}"
     finally:

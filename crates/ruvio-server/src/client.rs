@@ -95,6 +95,11 @@ pub struct ClientInfo {
     pub psubscriptions: AtomicUsize,
     pub in_multi: AtomicBool,
     pub blocked: AtomicBool,
+    /// Blocked on keys (BLPOP and friends): CLIENT UNBLOCK may end the wait.
+    pub unblockable: AtomicBool,
+    /// CLIENT UNBLOCK's reply for the waiting command (the timeout reply, or an UNBLOCKED error), and its wake-up.
+    pub unblock_with: Mutex<Option<ruvio_protocol::Value>>,
+    pub unblock_notify: Notify,
     killed: AtomicBool,
     pub kill_notify: Notify,
     pub outbox: Outbox,
@@ -122,6 +127,9 @@ impl ClientInfo {
             psubscriptions: AtomicUsize::new(0),
             in_multi: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
+            unblockable: AtomicBool::new(false),
+            unblock_with: Mutex::new(None),
+            unblock_notify: Notify::new(),
             killed: AtomicBool::new(false),
             kill_notify: Notify::new(),
             outbox: Outbox::default(),

@@ -81,6 +81,19 @@ pub struct Config {
     pub hash_max_listpack_entries: usize,
     /// ... none longer than this many bytes (see keyspace/hash.rs).
     pub hash_max_listpack_value: usize,
+    /// A set is reported as `intset` up to this many integer members (see keyspace/set.rs).
+    pub set_max_intset_entries: usize,
+    /// A sorted set is reported as `listpack` up to this many members ...
+    pub zset_max_listpack_entries: usize,
+    /// ... none longer than this many bytes (see keyspace/zset.rs).
+    pub zset_max_listpack_value: usize,
+    /// Accepted and reported (CONFIG GET) for Redis compatibility; Ruvio's list layout does not use them.
+    pub list_max_listpack_size: i64,
+    pub list_compress_depth: i64,
+    pub set_max_listpack_entries: usize,
+    pub set_max_listpack_value: usize,
+    /// `notify-keyspace-events`, as class bits (see notify.rs).
+    pub notify_keyspace_events: u32,
     /// `busy-reply-threshold` (alias `lua-time-limit`), ms: past it, a running script makes others get -BUSY.
     pub busy_reply_threshold: u64,
     /// `user <name> <rules...>` lines (ACL users defined in the config file; acl.rs), in order.
@@ -155,6 +168,14 @@ impl Default for Config {
             hash_max_listpack_entries: 128,
             hash_max_listpack_value: 64,
             busy_reply_threshold: 5000,
+            notify_keyspace_events: 0,
+            set_max_intset_entries: 512,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            list_max_listpack_size: -2,
+            list_compress_depth: 0,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
             users: Vec::new(),
             aclfile: String::new(),
             masteruser: None,
@@ -347,6 +368,14 @@ pub static PARAMS: &[Param] = &[
     // Accepted for compatibility with clients that read them; Ruvio has no such feature to tune.
     Param { name: "hash-max-listpack-entries", get: |c| c.hash_max_listpack_entries.to_string(), set: |c, v| { c.hash_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
     Param { name: "hash-max-listpack-value", get: |c| c.hash_max_listpack_value.to_string(), set: |c, v| { c.hash_max_listpack_value = mem_between(v, 0, i64::MAX as u64)? as usize; Ok(()) }, mutable: true },
+    Param { name: "notify-keyspace-events", get: |c| crate::notify::format(c.notify_keyspace_events), set: |c, v| { c.notify_keyspace_events = crate::notify::parse(v)?; Ok(()) }, mutable: true },
+    Param { name: "set-max-intset-entries", get: |c| c.set_max_intset_entries.to_string(), set: |c, v| { c.set_max_intset_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
+    Param { name: "zset-max-listpack-entries", get: |c| c.zset_max_listpack_entries.to_string(), set: |c, v| { c.zset_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
+    Param { name: "zset-max-listpack-value", get: |c| c.zset_max_listpack_value.to_string(), set: |c, v| { c.zset_max_listpack_value = mem_between(v, 0, i64::MAX as u64)? as usize; Ok(()) }, mutable: true },
+    Param { name: "list-max-listpack-size", get: |c| c.list_max_listpack_size.to_string(), set: |c, v| { c.list_max_listpack_size = num_between(v, i32::MIN as i64, i32::MAX as i64)?; Ok(()) }, mutable: true },
+    Param { name: "list-compress-depth", get: |c| c.list_compress_depth.to_string(), set: |c, v| { c.list_compress_depth = num_between(v, 0, i32::MAX as i64)?; Ok(()) }, mutable: true },
+    Param { name: "set-max-listpack-entries", get: |c| c.set_max_listpack_entries.to_string(), set: |c, v| { c.set_max_listpack_entries = num_between(v, 0, i64::MAX)? as usize; Ok(()) }, mutable: true },
+    Param { name: "set-max-listpack-value", get: |c| c.set_max_listpack_value.to_string(), set: |c, v| { c.set_max_listpack_value = mem_between(v, 0, i64::MAX as u64)? as usize; Ok(()) }, mutable: true },
     Param { name: "replica-read-only", get: |_| "yes".into(), set: |_, _| Ok(()), mutable: true },
     Param { name: "maxmemory", get: |c| c.maxmemory.to_string(), set: |c, v| { c.maxmemory = mem(v)?; Ok(()) }, mutable: true },
     // Evicting a key could evict a lock, and a lock evicted is a lock granted twice: only `noeviction` (refuse
@@ -434,18 +463,7 @@ pub static IGNORED: &[Ignored] = &[
     // Observability Ruvio does not have (yet).
     Ignored { name: "acllog-max-len", honoured: any, why: "no ACL log" },
     Ignored { name: "latency-tracking", honoured: any, why: "no latency tracking" },
-    Ignored { name: "notify-keyspace-events", honoured: str::is_empty, why: "Ruvio sends no keyspace notifications" },
     // Encodings of data types Ruvio does not store (hashes are real parameters).
-    Ignored { name: "list-max-listpack-size", honoured: any, why: "no lists" },
-    Ignored { name: "list-max-ziplist-size", honoured: any, why: "no lists" },
-    Ignored { name: "list-compress-depth", honoured: any, why: "no lists" },
-    Ignored { name: "set-max-intset-entries", honoured: any, why: "no sets" },
-    Ignored { name: "set-max-listpack-entries", honoured: any, why: "no sets" },
-    Ignored { name: "set-max-listpack-value", honoured: any, why: "no sets" },
-    Ignored { name: "zset-max-listpack-entries", honoured: any, why: "no sorted sets" },
-    Ignored { name: "zset-max-listpack-value", honoured: any, why: "no sorted sets" },
-    Ignored { name: "zset-max-ziplist-entries", honoured: any, why: "no sorted sets" },
-    Ignored { name: "zset-max-ziplist-value", honoured: any, why: "no sorted sets" },
     Ignored { name: "hll-sparse-max-bytes", honoured: any, why: "no HyperLogLogs" },
     Ignored { name: "stream-node-max-bytes", honoured: any, why: "no streams" },
     Ignored { name: "stream-node-max-entries", honoured: any, why: "no streams" },
@@ -463,6 +481,9 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("min-slaves-max-lag", "min-replicas-max-lag"),
     ("hash-max-ziplist-entries", "hash-max-listpack-entries"),
     ("hash-max-ziplist-value", "hash-max-listpack-value"),
+    ("zset-max-ziplist-entries", "zset-max-listpack-entries"),
+    ("zset-max-ziplist-value", "zset-max-listpack-value"),
+    ("list-max-ziplist-size", "list-max-listpack-size"),
     ("lua-time-limit", "busy-reply-threshold"),
 ];
 
@@ -476,6 +497,14 @@ impl Config {
     /// When a packed hash becomes a table (`hash-max-listpack-entries`, `hash-max-listpack-value`).
     pub fn hash_limits(&self) -> crate::keyspace::hash::Limits {
         crate::keyspace::hash::Limits { max_entries: self.hash_max_listpack_entries, max_value: self.hash_max_listpack_value }
+    }
+
+    /// Encoding limits of sets and sorted sets (what OBJECT ENCODING reports; see keyspace/set.rs, zset.rs).
+    pub fn collection_limits(&self) -> crate::keyspace::CollectionLimits {
+        crate::keyspace::CollectionLimits {
+            set: crate::keyspace::set::Limits { max_intset_entries: self.set_max_intset_entries },
+            zset: crate::keyspace::zset::Limits { max_entries: self.zset_max_listpack_entries, max_value: self.zset_max_listpack_value },
+        }
     }
 
     /// Applies one `name value` directive (from a file, a flag or CONFIG SET).

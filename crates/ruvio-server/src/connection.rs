@@ -383,12 +383,16 @@ impl Connection {
         }
         let outcome = tokio::select! {
             v = &mut rx => v.map_or(Outcome::Ended, Outcome::Value),
+            _ = info.unblock_notify.notified() => Outcome::Ended,
             _ = async { match timeout { Some(t) => tokio::time::sleep(t).await, None => std::future::pending().await } } => Outcome::Ended,
             _ = shutdown.wait_for(|s| *s) => Outcome::Ended,
             _ = gone => Outcome::Gone,
             _ = info.kill_notify.notified() => Outcome::Gone,
         };
         self.state.info.blocked.store(false, Ordering::Relaxed);
+        self.state.info.unblockable.store(false, Ordering::Relaxed);
+        // CLIENT UNBLOCK's reply replaces the timeout reply (a value that arrived first still wins).
+        let timeout_reply = self.state.info.unblock_with.lock().take().unwrap_or(timeout_reply);
         // A wait with no deadline and nothing to give back (EVAL running on the script thread, SAVE) has nothing
         // to withdraw under the store lock; not taking it keeps this I/O thread free while a long script runs.
         if abandon.is_none() && timeout.is_none() && !matches!(outcome, Outcome::Value(_)) {

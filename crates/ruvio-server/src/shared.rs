@@ -81,6 +81,8 @@ pub struct Shared {
     pub replication: crate::replication::Replication,
     /// Lua scripting: the engine, the script running now (for BUSY and SCRIPT KILL), INFO figures.
     pub scripts: crate::scripting::Scripting,
+    /// `notify-keyspace-events` (class bits), copied here so a write checks it without the config lock.
+    pub notify_flags: AtomicU64,
     /// ACL users (acl.rs): who may log in, and what each user may run and touch.
     pub acl: crate::acl::Acl,
 }
@@ -94,6 +96,41 @@ impl Shared {
         }
         // The grants just made, logged after the write that made room for them.
         store.settle_lock_changes();
+        if let Some(expired) = store.expired_notices.as_mut().filter(|n| !n.is_empty()).map(std::mem::take) {
+            for (db, key) in expired {
+                self.notify_keyspace(db, crate::notify::EXPIRED, "expired", &key);
+            }
+        }
+    }
+
+    /// Sets `notify-keyspace-events` (CONFIG SET, start-up): the copy writes check, and whether the store keeps
+    /// expired keys for `expired` events.
+    pub fn set_notify_flags(&self, store: &mut Store, flags: u32) {
+        self.notify_flags.store(flags as u64, Ordering::Relaxed);
+        let want = crate::notify::active(flags) && flags & crate::notify::EXPIRED != 0;
+        if want != store.expired_notices.is_some() {
+            store.expired_notices = want.then(Vec::new);
+        }
+    }
+
+    /// Publishes one keyspace event (if its class is on): `__keyspace@db__:key` with the event (K) and
+    /// `__keyevent@db__:event` with the key (E). Under the store lock; takes the pub/sub lock (the allowed order).
+    pub fn notify_keyspace(&self, db: usize, class: u32, event: &str, key: &[u8]) {
+        let flags = self.notify_flags.load(Ordering::Relaxed) as u32;
+        if flags & class == 0 {
+            return;
+        }
+        let limit = self.config.read().output_pubsub;
+        let pubsub = self.pubsub.lock();
+        if flags & crate::notify::KEYSPACE != 0 {
+            let mut channel = format!("__keyspace@{db}__:").into_bytes();
+            channel.extend_from_slice(key);
+            pubsub.publish(&bytes::Bytes::from(channel), &bytes::Bytes::copy_from_slice(event.as_bytes()), &limit);
+        }
+        if flags & crate::notify::KEYEVENT != 0 {
+            let channel = bytes::Bytes::from(format!("__keyevent@{db}__:{event}"));
+            pubsub.publish(&channel, &bytes::Bytes::copy_from_slice(key), &limit);
+        }
     }
 
     /// The store through `guard`, locked first if the caller does not hold it yet (a command's context and a running
@@ -127,6 +164,7 @@ impl Shared {
         let databases = config.databases;
         let backlog = config.repl_backlog_size as usize;
         let min_replicas = (config.min_replicas_to_write, config.min_replicas_max_lag);
+        let notify = config.notify_keyspace_events;
         let metrics = crate::metrics::Metrics::default();
         metrics.slow.configure(&config);
         // `run` checked the ACL configuration before (a bad one refuses to start); a library caller gets the
@@ -153,9 +191,11 @@ impl Shared {
             aof: crate::persistence::Aof::default(),
             replication: crate::replication::Replication::default(),
             scripts: crate::scripting::Scripting::default(),
+            notify_flags: AtomicU64::new(0),
             acl,
         });
         shared.apply_config_copies(min_replicas);
+        shared.set_notify_flags(&mut shared.store.lock(), notify);
         shared
     }
 

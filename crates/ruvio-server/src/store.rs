@@ -18,6 +18,72 @@ pub struct LogRecord {
     pub wall_ms: i64,
 }
 
+/// What a client blocked on keys (BLPOP, BLMOVE, BZPOPMIN, ...) does when one of them gets data.
+#[derive(Debug, Clone)]
+pub enum WaitOp {
+    /// BLPOP/BRPOP (`count` None) and BLMPOP (`count` Some): pop from the `right` end or the left.
+    ListPop { right: bool, count: Option<usize> },
+    /// BLMOVE and BRPOPLPUSH: move one element to `dst`.
+    ListMove { dst: Bytes, from_right: bool, to_right: bool },
+    /// BZPOPMIN/BZPOPMAX (`count` None) and BZMPOP (`count` Some).
+    ZPop { max: bool, count: Option<usize> },
+}
+
+/// A client blocked on keys, served first come first served per key (`commands/blocking_family.rs`).
+pub struct KeyWaiter {
+    pub db: usize,
+    pub keys: Vec<Bytes>,
+    pub op: WaitOp,
+    pub resp3: bool,
+    pub tx: tokio::sync::oneshot::Sender<ruvio_protocol::Value>,
+}
+
+/// Clients blocked on keys, and keys that may have data for them since the last look.
+#[derive(Default)]
+pub struct KeyWaiters {
+    pub by_id: std::collections::HashMap<u64, KeyWaiter>,
+    /// (db, key) -> waiter ids in arrival order.
+    pub queues: std::collections::HashMap<(usize, Bytes), std::collections::VecDeque<u64>>,
+    /// Keys written since the waiters were last served, to look at after the command (or transaction, or script).
+    pub ready: Vec<(usize, Bytes)>,
+    pub next_id: u64,
+}
+
+impl KeyWaiters {
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+    pub fn add(&mut self, w: KeyWaiter) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        for k in &w.keys {
+            self.queues.entry((w.db, k.clone())).or_default().push_back(id);
+        }
+        self.by_id.insert(id, w);
+        id
+    }
+    /// Withdraws a waiter (served, timed out or gone).
+    pub fn remove(&mut self, id: u64) -> Option<KeyWaiter> {
+        let w = self.by_id.remove(&id)?;
+        for k in &w.keys {
+            let slot = (w.db, k.clone());
+            if let Some(q) = self.queues.get_mut(&slot) {
+                q.retain(|x| *x != id);
+                if q.is_empty() {
+                    self.queues.remove(&slot);
+                }
+            }
+        }
+        Some(w)
+    }
+    /// Notes that `key` was written, if anyone waits for it.
+    pub fn touched(&mut self, db: usize, key: &[u8]) {
+        if !self.queues.is_empty() && self.queues.contains_key(&(db, Bytes::copy_from_slice(key))) {
+            self.ready.push((db, Bytes::copy_from_slice(key)));
+        }
+    }
+}
+
 pub struct Store {
     pub dbs: Vec<Db>,
     pub locks: LockState,
@@ -36,11 +102,15 @@ pub struct Store {
     /// Keys removed because their deadline passed, found on access, by active expiry or by the lock timer
     /// (INFO `expired_keys`).
     pub expired_keys: u64,
+    /// Clients blocked on list and sorted-set keys.
+    pub waiters: KeyWaiters,
+    /// Keys expired since the last look, kept only while keyspace notifications of expiries are on (Some).
+    pub expired_notices: Option<Vec<(usize, CompactBytes)>>,
 }
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, now_wall: 0, replica: false, expired_keys: 0 }
+        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, now_wall: 0, replica: false, expired_keys: 0, waiters: KeyWaiters::default(), expired_notices: None }
     }
 
     /// Who removes expired keys in every database (see [`crate::keyspace::Expiry`]).
@@ -123,6 +193,9 @@ impl Store {
             }
             for ev in self.dbs[db].take_events() {
                 self.expired_keys += 1;
+                if let Some(n) = self.expired_notices.as_mut() {
+                    n.push((db, ev.key.clone()));
+                }
                 self.log(db, vec![Bytes::from_static(b"DEL"), Bytes::copy_from_slice(&ev.key)]);
                 if ev.was_lock {
                     self.locks.stats.expirations += 1;

@@ -37,7 +37,9 @@ fn random_command(r: &mut Rng, tokens: &[i64]) -> Vec<String> {
     let f = format!("f{}", r.below(6));
     let f2 = format!("f{}", r.below(6));
     let long_value = "x".repeat(70); // over hash-max-listpack-value: the hash becomes a table
-    let cmd: Vec<&str> = match r.below(43) {
+    let score = format!("{}.5", r.below(20));
+    let bit = r.below(200).to_string();
+    let cmd: Vec<&str> = match r.below(75) {
         0 => vec!["SET", &k, &v],
         1 => vec!["SET", &k, &v, "NX"],
         2 => vec!["SET", &k, &v, "XX", "PX", &long_ttl],
@@ -77,7 +79,38 @@ fn random_command(r: &mut Rng, tokens: &[i64]) -> Vec<String> {
         37 => vec!["HMSET", &k, &f, &v, "g", &small],
         38 => vec!["HDEL", &k, "never-set"],
         39 => vec!["HSET", &k, &f2, &long_value],
-        _ => vec!["HRANDFIELD", &k, "-3", "WITHVALUES"],
+        42 => vec!["HRANDFIELD", &k, "-3", "WITHVALUES"],
+        // Lists, sets, sorted sets, bitmaps (issue 33); the random ones (SPOP) and the blocking ones are logged as
+        // what they did.
+        43 | 44 => vec!["RPUSH", &k, &v, &f],
+        45 => vec!["LPUSH", &k, &v],
+        46 => vec!["LPOP", &k, &small],
+        47 => vec!["LMOVE", &k, &k2, "LEFT", "RIGHT"],
+        48 => vec!["LREM", &k, "0", &v],
+        49 => vec!["LTRIM", &k, "1", "-1"],
+        50 => vec!["LSET", &k, "0", &v],
+        51 => vec!["BLPOP", &k, &k2, "0.01"],
+        52 | 53 => vec!["SADD", &k, &v, &f, &small],
+        54 => vec!["SREM", &k, &v],
+        55 => vec!["SPOP", &k],
+        56 => vec!["SMOVE", &k, &k2, &f],
+        57 => vec!["SINTERSTORE", &k, &k, &k2],
+        58 | 59 => vec!["ZADD", &k, &score, &f, &small, &v],
+        60 => vec!["ZINCRBY", &k, "0.25", &f],
+        61 => vec!["ZPOPMIN", &k, &small],
+        62 => vec!["ZUNIONSTORE", &k2, "2", &k, &k2, "WEIGHTS", "2", "1"],
+        63 => vec!["ZREMRANGEBYSCORE", &k, "-inf", "(5"],
+        64 => vec!["ZADD", &k, "GT", "CH", &score, &f],
+        65 => vec!["BZPOPMAX", &k, "0.01"],
+        66 => vec!["ZMPOP", "2", &k, &k2, "MAX", "COUNT", &small],
+        67 => vec!["SETBIT", &k, &bit, "1"],
+        68 => vec!["BITFIELD", &k, "INCRBY", "u8", "#3", "100", "OVERFLOW", "FAIL", "INCRBY", "i4", "0", "9"],
+        69 => vec!["BITOP", "OR", &k2, &k, &k2],
+        70 => vec!["LMPOP", "2", &k, &k2, "RIGHT", "COUNT", &small],
+        71 => vec!["ZRANGESTORE", &k2, &k, "0", "-1", "REV"],
+        72 => vec!["SUNIONSTORE", &k2, &k, &k2],
+        73 => vec!["RPOPLPUSH", &k, &k],
+        _ => vec!["ZREM", &k, &f, &v],
     };
     cmd.into_iter().map(String::from).collect()
 }
@@ -107,6 +140,14 @@ fn dump(server: &Server) -> Vec<String> {
                     let encoding = bulk(&c.cmd(&["OBJECT", "ENCODING", &k])).unwrap();
                     format!("{encoding} {pairs:?}")
                 }
+                "list" => format!("{:?}", c.cmd(&["LRANGE", &k, "0", "-1"])),
+                "set" => {
+                    let Value::Array(members) = c.cmd(&["SMEMBERS", &k]) else { panic!("SMEMBERS") };
+                    let mut members: Vec<String> = members.iter().map(|m| bulk(m).unwrap()).collect();
+                    members.sort();
+                    format!("{} {members:?}", bulk(&c.cmd(&["OBJECT", "ENCODING", &k])).unwrap())
+                }
+                "zset" => format!("{} {:?}", bulk(&c.cmd(&["OBJECT", "ENCODING", &k])).unwrap(), c.cmd(&["ZRANGE", &k, "0", "-1", "WITHSCORES"])),
                 _ => format!("{:?}", strip_remaining(c.cmd(&["LOCKINFO", &k]))),
             };
             let ttl = matches!(c.cmd(&["PTTL", &k]), Value::Integer(t) if t >= 0);

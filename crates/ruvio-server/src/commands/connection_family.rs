@@ -44,6 +44,7 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("info", 2, FAST | LOADING | STALE, "Returns information about the connection.", client_info),
     cmd!("list", -2, ADMIN | LOADING | STALE, "Lists open connections.", client_list),
     cmd!("kill", -3, ADMIN | LOADING | STALE, "Terminates open connections.", client_kill),
+    cmd!("unblock", -3, ADMIN | LOADING | STALE, "Unblocks a client blocked by a blocking command from a different connection.", client_unblock),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", client_help),
     cmd!("no-evict", 3, ADMIN | LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio does not evict.", client_on_off),
     cmd!("no-touch", 3, LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio keeps no access times.", client_on_off),
@@ -284,6 +285,32 @@ fn client_list(ctx: &mut Ctx) -> Value {
         out.push('\n');
     }
     verbatim(out)
+}
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR]: ends the wait of a client blocked on keys (BLPOP, BZPOPMIN, ...), which then
+/// answers as on its timeout, or with the UNBLOCKED error. 1 if there was such a wait, else 0.
+fn client_unblock(ctx: &mut Ctx) -> Value {
+    let args = ctx.args;
+    let Some(id) = super::parse_i64(&args[2]) else { return Value::error(crate::errors::ERR_NOT_INTEGER) };
+    let error = match args.get(3) {
+        None => false,
+        Some(a) if super::eq_ic(a, "timeout") => false,
+        Some(a) if super::eq_ic(a, "error") => true,
+        Some(_) => return Value::error(ERR_CLIENT_UNBLOCK_REASON),
+    };
+    if args.len() > 4 {
+        return Value::error(ERR_SYNTAX);
+    }
+    let client = ctx.shared.clients.lock().get(&(id as u64)).cloned();
+    let Some(c) = client else { return Value::Integer(0) };
+    if !c.unblockable.swap(false, std::sync::atomic::Ordering::AcqRel) {
+        return Value::Integer(0);
+    }
+    if error {
+        *c.unblock_with.lock() = Some(Value::error(ERR_UNBLOCKED));
+    }
+    c.unblock_notify.notify_one();
+    Value::Integer(1)
 }
 
 fn client_kill(ctx: &mut Ctx) -> Value {

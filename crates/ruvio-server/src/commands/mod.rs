@@ -5,11 +5,16 @@
 //! The table drives dispatch, arity errors, authentication and subscribed-mode rules, MULTI queueing, COMMAND
 //! output and which commands reach the write log. Adding a command means one entry plus its handler.
 
+pub mod blocking_family;
 pub mod acl_family;
 pub mod connection_family;
 pub mod context;
 pub mod generic_family;
 pub mod hash_family;
+pub mod list_family;
+pub mod set_family;
+pub mod bitmap_family;
+pub mod zset_family;
 pub mod info;
 pub mod lock_family;
 pub mod object_family;
@@ -130,7 +135,7 @@ impl CommandSpec {
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 13] {
+pub fn families() -> [&'static [CommandSpec]; 17] {
     [
         acl_family::COMMANDS,
         connection_family::COMMANDS,
@@ -143,6 +148,10 @@ pub fn families() -> [&'static [CommandSpec]; 13] {
         persistence_family::COMMANDS,
         replication_family::COMMANDS,
         hash_family::COMMANDS,
+        list_family::COMMANDS,
+        set_family::COMMANDS,
+        zset_family::COMMANDS,
+        bitmap_family::COMMANDS,
         object_family::COMMANDS,
         scripting_family::COMMANDS,
     ]
@@ -332,17 +341,44 @@ pub fn call(ctx: &mut Ctx) -> Value {
         let propagate = std::mem::replace(&mut ctx.propagate, context::Propagate::AsIs);
         let shared = ctx.shared;
         let spec = ctx.spec;
+        let ctx_in_exec = ctx.in_exec;
         let store = ctx.store();
         store.set_now(now);
         // Expiries and lock changes the command caused go to the log first: `INCR` of an expired key must replay as
         // DEL, then INCR.
         store.settle();
-        if write && store.log_enabled && changes(store, shared) > changes_before {
+        let notify = shared.notify_flags.load(std::sync::atomic::Ordering::Relaxed) != 0;
+        // Counted only when something needs to know (the log, notifications): the sum walks every database.
+        let changed = write && (store.log_enabled || notify) && changes(store, shared) > changes_before;
+        // Keyspace notifications, from the command (or, for the multi-key pops, from the pop it was logged as).
+        let notices = if changed && notify {
+            match &propagate {
+                context::Propagate::As(records) if spec.name.ends_with("mpop") => records.iter().flat_map(|r| crate::notify_events_of_record(r)).collect(),
+                _ => crate::notify::events_of(spec.name, args).into_iter().filter_map(|(c, e, i)| args.get(i).map(|k| (c, e, k.clone()))).collect(),
+            }
+        } else {
+            Vec::new()
+        };
+        if changed && store.log_enabled {
             match propagate {
                 context::Propagate::AsIs => store.log(db, args.to_vec()),
                 context::Propagate::As(records) => records.into_iter().for_each(|r| store.log(db, r)),
                 context::Propagate::Nothing => {}
             }
+        }
+        if !notices.is_empty() {
+            blocking_family::publish_notices(shared, store, db, notices);
+        }
+        if write && !store.waiters.is_empty() {
+            // Clients blocked on a key this write touched are served once the command (the transaction, the
+            // script) is over, after its record.
+            for i in spec.key_indexes(args.len()) {
+                store.waiters.touched(db, &args[i]);
+            }
+        }
+        if !ctx_in_exec && !store.waiters.ready.is_empty() {
+            let served = blocking_family::serve_ready(store);
+            blocking_family::notify_served(shared, store, served);
         }
         if write {
             // A write that replaced a lock (SET over a lease) must not leave its waiters hanging.

@@ -122,6 +122,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
     ctx.shared.metrics.slow.configure(&next);
     ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
+    let notify = next.notify_keyspace_events;
     let (old_pass, old_coord) = { let c = ctx.shared.config.read(); (c.requirepass.clone(), c.coordinator_pass.clone()) };
     if next.requirepass != old_pass {
         // As Redis: requirepass is the default user's password.
@@ -131,6 +132,8 @@ fn config_set(ctx: &mut Ctx) -> Value {
         ctx.shared.acl.set_coordinator_password(next.coordinator_pass.as_deref());
     }
     *ctx.shared.config.write() = next;
+    let shared = ctx.shared;
+    shared.set_notify_flags(ctx.store(), notify);
     Value::ok()
 }
 

@@ -4,10 +4,11 @@
 use std::io::{self, Read};
 
 pub const MAGIC: &[u8; 8] = b"RUVIOAOF";
-/// The version this build writes. 2 added hashes (the HSET family in logs, key records of type 3 in snapshots); a
-/// version 1 file is a valid version 2 file, so both are read. Older builds refuse version 2 files instead of
-/// loading a data set they cannot represent.
-pub const VERSION: u16 = 2;
+/// The version this build writes. 2 added hashes (the HSET family in logs, key records of type 3 in snapshots), 3
+/// lists, sets and sorted sets (their commands in logs, key records of types 4, 5 and 6); each version's files are
+/// valid files of the next, so all are read. Older builds refuse newer files instead of loading a data set they
+/// cannot represent.
+pub const VERSION: u16 = 3;
 /// The oldest version this build reads.
 pub const MIN_VERSION: u16 = 1;
 pub const HEADER_LEN: usize = 32;
@@ -408,7 +409,7 @@ mod tests {
     fn version_1_files_are_read_and_unknown_versions_refused() {
         let mut h = FileHeader { kind: FileKind::Snapshot, lsn: 9, created_wall_ms: 5 }.encode();
         assert_eq!(u16::from_le_bytes([h[8], h[9]]), VERSION);
-        for (version, ok) in [(1u16, true), (VERSION, true), (VERSION + 1, false), (0, false)] {
+        for (version, ok) in [(1u16, true), (2, true), (VERSION, true), (VERSION + 1, false), (0, false)] {
             h[8..10].copy_from_slice(&version.to_le_bytes());
             let crc = crc32fast::hash(&h[0..28]);
             h[28..32].copy_from_slice(&crc.to_le_bytes());

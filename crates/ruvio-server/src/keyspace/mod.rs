@@ -12,7 +12,10 @@
 pub mod bytes;
 pub mod glob;
 pub mod hash;
+pub mod list;
 pub mod lock_values;
+pub mod set;
+pub mod zset;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,8 +25,18 @@ use hashbrown::HashTable;
 pub use self::bytes::CompactBytes;
 pub use self::lock_values::{Holder, Lease, Semaphore};
 pub use self::hash::HashValue;
+pub use self::list::ListValue;
+pub use self::set::SetValue;
+pub use self::zset::ZSetValue;
 
 pub const SEGMENTS: usize = 1024;
+
+/// The encoding limits of sets and sorted sets (what OBJECT ENCODING reports), from the config.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CollectionLimits {
+    pub set: set::Limits,
+    pub zset: zset::Limits,
+}
 
 /// What a key holds.
 #[derive(Debug, Clone)]
@@ -33,6 +46,12 @@ pub enum Data {
     Semaphore(Box<Semaphore>),
     /// HSET and friends (`keyspace/hash.rs`).
     Hash(HashValue),
+    /// LPUSH and friends (`keyspace/list.rs`); boxed so a slot stays 40 bytes.
+    List(Box<ListValue>),
+    /// SADD and friends (`keyspace/set.rs`).
+    Set(Box<SetValue>),
+    /// ZADD and friends (`keyspace/zset.rs`).
+    ZSet(Box<ZSetValue>),
 }
 
 impl Data {
@@ -43,6 +62,9 @@ impl Data {
             Data::Lease(_) => "lease",
             Data::Semaphore(_) => "semaphore",
             Data::Hash(_) => "hash",
+            Data::List(_) => "list",
+            Data::Set(_) => "set",
+            Data::ZSet(_) => "zset",
         }
     }
     pub fn is_lock(&self) -> bool {
@@ -118,7 +140,7 @@ impl LockCounts {
     /// What one value adds to the counts: (lease keys, semaphore keys, holders).
     fn of(data: &Data) -> (usize, usize, usize) {
         match data {
-            Data::Str(_) | Data::Hash(_) => (0, 0, 0),
+            Data::Str(_) | Data::Hash(_) | Data::List(_) | Data::Set(_) | Data::ZSet(_) => (0, 0, 0),
             Data::Lease(_) => (1, 0, 1),
             Data::Semaphore(sem) => (0, 1, sem.holders.len()),
         }
@@ -330,7 +352,7 @@ impl Db {
                 }
                 Data::Lease(l) => prefetch(&**l as *const Lease as *const u8),
                 Data::Semaphore(sem) => prefetch(&**sem as *const Semaphore as *const u8),
-                Data::Hash(_) => {}
+                Data::Hash(_) | Data::List(_) | Data::Set(_) | Data::ZSet(_) => {}
             }
         }
     }

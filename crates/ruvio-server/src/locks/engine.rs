@@ -110,7 +110,7 @@ fn try_grant(store: &mut Store, db: usize, key: &[u8], want: Want, ttl_ms: u64, 
             }
             Some(Want::Semaphore { limit: s.limit })
         }
-        Some(Data::Str(_) | Data::Hash(_)) => return Err(LockError::WrongType),
+        Some(Data::Str(_) | Data::Hash(_) | Data::List(_) | Data::Set(_) | Data::ZSet(_)) => return Err(LockError::WrongType),
     };
     let token = match (current, want) {
         (None, _) => {
@@ -370,7 +370,7 @@ pub fn on_lock_removed(store: &mut Store, db: usize, key: &[u8], gone: &Entry, n
     match &gone.data {
         Data::Lease(_) => store.locks.disarm(gone.expire_at, db, key),
         Data::Semaphore(sem) => sem.holders.iter().for_each(|h| store.locks.disarm(h.deadline, db, key)),
-        Data::Str(_) | Data::Hash(_) => return,
+        Data::Str(_) | Data::Hash(_) | Data::List(_) | Data::Set(_) | Data::ZSet(_) => return,
     }
     on_lock_gone(store, db, key, now);
 }

@@ -137,6 +137,7 @@ fn read_snapshot(host: &impl Host, path: &Path, clock: Clock, check_only: bool) 
     let shifted = |deadline: u64| if deadline == 0 { 0 } else { (deadline as i64).saturating_add(lock_shift).max(1) as u64 };
     let mut keys = 0;
     let hash_limits = host.config().read().hash_limits();
+    let collection_limits = host.config().read().collection_limits();
     let databases = host.store().lock().dbs.len();
     let mut store = (!check_only).then(|| host.store().lock());
     let mut ended = false;
@@ -183,6 +184,12 @@ fn read_snapshot(host: &impl Host, path: &Path, clock: Clock, check_only: bool) 
                     Data::Hash(_) => {
                         // A large hash comes in several records (see hash_records): the first makes it.
                         if super::hash_records::merge(&mut store.dbs[db], key, &mut entry, &hash_limits) {
+                            continue;
+                        }
+                    }
+                    Data::List(_) | Data::Set(_) | Data::ZSet(_) => {
+                        // Likewise for the collections (collection_records).
+                        if super::collection_records::merge(&mut store.dbs[db], key, &mut entry, &collection_limits) {
                             continue;
                         }
                     }
@@ -243,6 +250,7 @@ pub fn decode_key(p: &[u8]) -> Result<(&[u8], Entry), String> {
         0 => Data::Str(CompactBytes::new(c.bytes()?)),
         1 => Data::Lease(Box::new(Lease { token: c.i64()? })),
         3 => Data::Hash(super::hash_records::decode(&mut c)?),
+        4..=6 => super::collection_records::decode(ty, &mut c)?,
         2 => {
             let limit = c.u32()?;
             let n = c.u32()? as usize;

@@ -15,6 +15,7 @@
 //! docs/persistence.md describes the files, the guarantees and the failure handling.
 
 pub mod check;
+pub mod collection_records;
 pub mod hash_records;
 pub mod loader;
 pub mod manifest;

@@ -221,6 +221,11 @@ pub fn encode_key(buf: &mut Vec<u8>, lsn: u64, wall: i64, db: u32, key: &[u8], e
         let expire = if e.expire_at == 0 { 0 } else { to_wall(e.expire_at) };
         return super::hash_records::encode(buf, lsn, wall, db, key, expire, h);
     }
+    if matches!(e.data, Data::List(_) | Data::Set(_) | Data::ZSet(_)) {
+        let expire = if e.expire_at == 0 { 0 } else { to_wall(e.expire_at) };
+        super::collection_records::encode(buf, lsn, wall, db, key, expire, &e.data);
+        return;
+    }
     encode_record(buf, lsn, wall, db, RecordKind::Key, |o| {
         let expire = if e.expire_at == 0 { 0 } else { to_wall(e.expire_at) };
         o.extend_from_slice(&expire.to_le_bytes());
@@ -235,7 +240,7 @@ pub fn encode_key(buf: &mut Vec<u8>, lsn: u64, wall: i64, db: u32, key: &[u8], e
                 put_bytes(o, key);
                 o.extend_from_slice(&l.token.to_le_bytes());
             }
-            Data::Hash(_) => unreachable!("written above"),
+            Data::Hash(_) | Data::List(_) | Data::Set(_) | Data::ZSet(_) => unreachable!("written above"),
             Data::Semaphore(s) => {
                 o.push(2);
                 put_bytes(o, key);

@@ -1,0 +1,90 @@
+//! Set values (SADD and friends): an insertion-ordered hash set, whose positions give SPOP and SRANDMEMBER O(1)
+//! random picks and SSCAN a position cursor.
+//!
+//! `OBJECT ENCODING` reports Redis 7.0's names: `intset` while every member is a 64-bit integer in canonical form
+//! and there are at most `set-max-intset-entries` of them, `hashtable` from the first write that breaks that on (one
+//! way, as in Redis, until the value is reloaded or copied). An `intset` lists its members in numeric order, as
+//! Redis's sorted array of integers does (clients and Redis's own tests read SMEMBERS of small integer sets).
+
+use indexmap::IndexSet;
+
+use super::CompactBytes;
+
+/// `set-max-intset-entries`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_intset_entries: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_intset_entries: 512 }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SetValue {
+    members: IndexSet<CompactBytes, ahash::RandomState>,
+    /// Not an intset any more.
+    big: bool,
+}
+
+/// The integer a member stands for when it is written the way Redis's intset would keep it.
+pub fn as_int(m: &[u8]) -> Option<i64> {
+    crate::commands::parse_i64(m)
+}
+
+impl SetValue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+    pub fn contains(&self, m: &[u8]) -> bool {
+        self.members.contains(m)
+    }
+    pub fn encoding(&self) -> &'static str {
+        if self.big { "hashtable" } else { "intset" }
+    }
+    pub fn refit(&mut self, limits: &Limits) {
+        self.big = self.members.len() > limits.max_intset_entries || self.members.iter().any(|m| as_int(m).is_none());
+    }
+    /// True if `m` was added.
+    pub fn insert(&mut self, m: &[u8], limits: &Limits) -> bool {
+        if self.members.contains(m) {
+            return false;
+        }
+        self.members.insert(CompactBytes::new(m));
+        if !self.big && (self.members.len() > limits.max_intset_entries || as_int(m).is_none()) {
+            self.big = true;
+        }
+        true
+    }
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        self.members.swap_remove(m)
+    }
+    pub fn nth(&self, i: usize) -> Option<&CompactBytes> {
+        self.members.get_index(i)
+    }
+    pub fn swap_remove_index(&mut self, i: usize) -> Option<CompactBytes> {
+        self.members.swap_remove_index(i)
+    }
+    /// Every member, in numeric order while the set is an intset.
+    pub fn members(&self) -> Vec<&[u8]> {
+        let mut v: Vec<&[u8]> = self.members.iter().map(|m| m.as_slice()).collect();
+        if !self.big {
+            v.sort_by_key(|m| as_int(m).unwrap_or(0));
+        }
+        v
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.members.iter().map(|m| m.as_slice())
+    }
+    pub fn heap_size(&self) -> usize {
+        self.members.iter().map(|m| m.heap_size() + 24).sum()
+    }
+}
