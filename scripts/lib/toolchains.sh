@@ -24,6 +24,15 @@ _ruvio_network_error='[Cc]ould not resolve host|[Rr]esolve hostname|[Uu]nknown ?
 
 _ruvio_say() { printf 'toolchains: %s\n' "$*" >&2; }
 
+# _ruvio_vendored TOOL SUBDIR: the absolute path of the vendored folder for TOOL, or a message and failure.
+_ruvio_vendored() {
+  if [ ! -d "$RUVIO_VENDOR_DIR/$2" ]; then
+    _ruvio_say "$1: nothing vendored at $RUVIO_VENDOR_DIR/$2 (set RUVIO_VENDOR_DIR to the folder holding $2/)"
+    return 1
+  fi
+  (cd "$RUVIO_VENDOR_DIR/$2" && pwd)
+}
+
 # Writes (or removes) .cargo/config.toml at the repository root, so that every cargo run under it (scripts, tests,
 # benches, a developer's own `cargo build`) uses the same source. Only a file carrying our marker is ever removed.
 ruvio_cargo_source() {
@@ -43,12 +52,8 @@ ruvio_cargo_source() {
   else
     _ruvio_say "cargo: RUVIO_OFFLINE=1, using vendored crates"
   fi
-  local vendored="$RUVIO_VENDOR_DIR/rust"
-  if [ ! -d "$vendored" ]; then
-    _ruvio_say "cargo: no vendored crates at $vendored (set RUVIO_VENDOR_DIR to the folder holding rust/)"
-    return 1
-  fi
-  vendored="$(cd "$vendored" && pwd)"
+  local vendored
+  vendored="$(_ruvio_vendored cargo rust)" || return 1
   mkdir -p "$RUVIO_REPO/.cargo"
   cat >"$cfg" <<CFG
 $_ruvio_cargo_marker
@@ -85,12 +90,8 @@ ruvio_pip_source() {
   else
     _ruvio_say "pip: RUVIO_OFFLINE=1, using vendored wheels"
   fi
-  local wheels="$RUVIO_VENDOR_DIR/python"
-  if [ ! -d "$wheels" ]; then
-    _ruvio_say "pip: no vendored wheels at $wheels (set RUVIO_VENDOR_DIR to the folder holding python/)"
-    return 1
-  fi
-  wheels="$(cd "$wheels" && pwd)"
+  local wheels
+  wheels="$(_ruvio_vendored pip python)" || return 1
   export PIP_NO_INDEX=1 PIP_FIND_LINKS="$wheels" RUVIO_PIP_OFFLINE=1
   RUVIO_PIP_SOURCE="vendored wheels ($wheels)"
 }

@@ -202,6 +202,11 @@ pub struct Param {
 pub const MAX_PROTO_MAX_BULK_LEN: u64 = 2047 * 1024 * 1024;
 
 /// An integer within Redis's bounds for the parameter, with Redis's texts.
+/// The longest a durable write may wait for its acknowledgements (one hour). A lock grant waiting that long is
+/// undone only when the wait ends, so a larger value (`99999999999999` was accepted) would hold a lock that no
+/// client was ever told it got for as long as the value says.
+pub const MAX_DURABILITY_TIMEOUT_MS: i64 = 3_600_000;
+
 fn num_between(v: &str, lo: i64, hi: i64) -> Result<i64, String> {
     let n: i64 = num(v)?;
     if n < lo || n > hi {
@@ -296,7 +301,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "replicaof", get: |c| c.replicaof.clone(), set: |c, v| { c.replicaof = replicaof_value(v)?; Ok(()) }, mutable: false },
     Param { name: "min-replicas-to-write", get: |c| c.min_replicas_to_write.to_string(), set: |c, v| { c.min_replicas_to_write = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "min-replicas-max-lag", get: |c| c.min_replicas_max_lag.to_string(), set: |c, v| { c.min_replicas_max_lag = num_between(v, 0, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
-    Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, i64::MAX)? as u64; Ok(()) }, mutable: true },
+    Param { name: "durability-timeout", get: |c| c.durability_timeout.to_string(), set: |c, v| { c.durability_timeout = num_between(v, 1, MAX_DURABILITY_TIMEOUT_MS)? as u64; Ok(()) }, mutable: true },
     Param { name: "repl-timeout", get: |c| c.repl_timeout.to_string(), set: |c, v| { c.repl_timeout = num_between(v, 1, i32::MAX as i64)? as u64; Ok(()) }, mutable: true },
     Param { name: "repl-backlog-size", get: |c| c.repl_backlog_size.to_string(), set: |c, v| { c.repl_backlog_size = mem_between(v, 16 * 1024, i64::MAX as u64)?; Ok(()) }, mutable: true },
     Param { name: "auto-aof-rewrite-min-size", get: |c| c.auto_aof_rewrite_min_size.to_string(), set: |c, v| { c.auto_aof_rewrite_min_size = mem(v)?; Ok(()) }, mutable: true },

@@ -280,6 +280,9 @@ pub fn script_runtime_error(name: &str, text: &str) -> Value {
     Value::error(format!("ERR Error running script (call to {name}): {text}"))
 }
 pub const ERR_LUA_STACK_LIMIT: &str = "ERR reached lua stack limit";
+/// A script's return value that would make an unbounded reply: tables reached more than once (a cycle, or one table
+/// under many parents) beyond 100,000 elements, or more than 512 MB of strings in all.
+pub const ERR_SCRIPT_REPLY_TOO_LARGE: &str = "ERR script reply too large: tables reached more than once add up to over 100000 elements, or strings to over 512 MB";
 
 // ----- the rest -----
 pub const ERR_AUTH_NO_PASSWORD: &str =

@@ -156,6 +156,7 @@ impl Shared {
 
     pub fn request_shutdown(&self) {
         self.shutdown.send_replace(true);
+        self.scripts.stop_for_shutdown();
     }
 
     pub fn is_shutting_down(&self) -> bool {

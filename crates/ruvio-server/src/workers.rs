@@ -19,6 +19,12 @@ pub struct Workers {
     threads: parking_lot::Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
+/// Stack of the I/O threads and of their blocking pools, where scripts run (EXEC runs one on its I/O thread):
+/// the Lua VM and the Rust code it calls recurse (nested tables converted to a reply, cjson and cmsgpack nesting,
+/// each bounded), and an unoptimised build needs several times the stack per level of an optimised one. 2 MiB,
+/// the default, overflowed within those bounds.
+const SCRIPT_STACK_SIZE: usize = 16 << 20;
+
 impl Workers {
     /// Starts `n` workers (at least one). Each runs until the server shuts down and its connections have closed.
     pub fn start(shared: &Arc<Shared>, n: usize) -> std::io::Result<Arc<Workers>> {
@@ -27,10 +33,11 @@ impl Workers {
         for i in 0..n.max(1) {
             let (tx, rx) = std::sync::mpsc::channel();
             let shared = shared.clone();
-            let thread = std::thread::Builder::new().name(format!("ruvio-io-{i}")).spawn(move || {
+            let thread = std::thread::Builder::new().name(format!("ruvio-io-{i}")).stack_size(SCRIPT_STACK_SIZE).spawn(move || {
                 let at_park = shared.clone();
                 let built = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
+                    .thread_stack_size(SCRIPT_STACK_SIZE)
                     .on_thread_park(move || at_park.aof.before_park(&at_park))
                     .build();
                 let rt = match built {

@@ -81,7 +81,7 @@ fn log_holds_effects_in_multi_exec_never_the_script() {
     let mut server = start(&dir, &["--appendfsync", "always"]);
     let mut c = server.conn();
     let script = "redis.call('set', 'e:1', ARGV[1]); redis.call('set', 'e:2', 'y'); return 'done-marker'";
-    // Twelve runs: the later ones run inline on the I/O thread (a proven-short script) and must log the same way.
+    // Twelve runs, each logged the same way.
     for i in 0..12 {
         assert_eq!(text(&c.cmd(&["EVAL", script, "0", &format!("x{i}")])), "done-marker");
     }

@@ -19,15 +19,15 @@ macro_rules! cmd {
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("ping", -1, FAST | SUBSCRIBED_OK | STALE, "Returns the server's liveliness response.", ping),
     cmd!("echo", 2, FAST, "Returns the given string.", echo),
-    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE, "Handshakes with the Redis server.", hello),
-    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE, "Authenticates the connection.", auth),
+    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, "Handshakes with the Redis server.", hello),
+    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE | NOSCRIPT, "Authenticates the connection.", auth),
     cmd!("select", 2, FAST | LOADING | STALE, "Changes the selected database.", select),
-    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE, "Closes the connection.", quit),
-    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE, "Resets the connection.", reset),
+    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Closes the connection.", quit),
+    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Resets the connection.", reset),
     CommandSpec {
         name: "client",
         arity: -2,
-        flags: 0,
+        flags: NOSCRIPT,
         keys: (0, 0, 0),
         group: "connection",
         summary: "A container for client connection commands.",
@@ -187,6 +187,9 @@ fn reset(ctx: &mut Ctx) -> Value {
     ctx.client.info.resp.store(2, Ordering::Relaxed);
     *ctx.client.info.name.lock() = Bytes::new();
     ctx.client.authenticated = ctx.shared.config.read().requirepass.is_none();
+    // CLIENT DURABILITY is connection state too: a pooled connection handed on after RESET must not keep making
+    // the next user's writes wait for replicas (or fail with NOTDURABLE).
+    ctx.client.durability_replicas = 0;
     Value::simple("RESET")
 }
 

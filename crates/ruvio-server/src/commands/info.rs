@@ -115,7 +115,7 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
     let g = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     let _ = write!(
         out,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nevicted_scripts:{}\r\n",
         g(&s.connections_received),
         g(&s.commands_processed),
         g(&s.net_input_bytes),
@@ -127,6 +127,7 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
         channels,
         patterns,
         g(&s.pubsub_disconnects),
+        g(&ctx.shared.scripts.evicted_scripts),
     );
 }
 

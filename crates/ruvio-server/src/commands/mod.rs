@@ -52,10 +52,14 @@ pub mod flags {
     pub const STALE: u32 = 1 << 12;
     /// A write-log record (LOCKSET, ...): sent by persistence replay and replication, not by applications.
     pub const INTERNAL: u32 = 1 << 13;
+    /// May not be called from a script (Redis's `noscript`): scripting itself, transactions, subscriptions,
+    /// connection state, persistence and replication control (a REPLICAOF inside a script would make a replica
+    /// log a record of its own), CONFIG, SHUTDOWN, WAIT.
+    pub const NOSCRIPT: u32 = 1 << 14;
     /// Argument 2 is a fencing token (RENEW, RELEASE, IFGT). A script may pass it as a string or as a Lua number
     /// below 2^53; a larger Lua number is refused, since a double that large may already be another token rounded
     /// (`script_host`). Not shown by COMMAND.
-    pub const TOKEN_ARG: u32 = 1 << 14;
+    pub const TOKEN_ARG: u32 = 1 << 15;
     /// Where [`TOKEN_ARG`] is.
     pub const TOKEN_ARG_INDEX: usize = 2;
 
@@ -71,6 +75,7 @@ pub mod flags {
         (LOADING, "loading"),
         (STALE, "stale"),
         (NO_MULTI, "no_multi"),
+        (NOSCRIPT, "noscript"),
     ];
 }
 

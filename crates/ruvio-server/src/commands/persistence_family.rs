@@ -17,9 +17,9 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("save", 1, ADMIN | NO_MULTI, "Synchronously saves the database(s) to disk.", save),
-    cmd!("bgsave", -1, ADMIN, "Asynchronously saves the database(s) to disk.", bgsave),
-    cmd!("bgrewriteaof", 1, ADMIN, "Asynchronously rewrites the append-only file to disk.", bgrewriteaof),
+    cmd!("save", 1, ADMIN | NO_MULTI | NOSCRIPT, "Synchronously saves the database(s) to disk.", save),
+    cmd!("bgsave", -1, ADMIN | NOSCRIPT, "Asynchronously saves the database(s) to disk.", bgsave),
+    cmd!("bgrewriteaof", 1, ADMIN | NOSCRIPT, "Asynchronously rewrites the append-only file to disk.", bgrewriteaof),
     cmd!("lastsave", 1, FAST | LOADING | STALE, "Returns the Unix timestamp of the last successful save to disk.", lastsave),
 ];
 

@@ -20,10 +20,10 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("subscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Listens for messages published to channels.", subscribe),
-    cmd!("unsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Stops listening to messages posted to channels.", unsubscribe),
-    cmd!("psubscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Listens for messages published to channels that match one or more patterns.", psubscribe),
-    cmd!("punsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK, "Stops listening to messages published to channels that match one or more patterns.", punsubscribe),
+    cmd!("subscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels.", subscribe),
+    cmd!("unsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Stops listening to messages posted to channels.", unsubscribe),
+    cmd!("psubscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels that match one or more patterns.", psubscribe),
+    cmd!("punsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Stops listening to messages published to channels that match one or more patterns.", punsubscribe),
     cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST, "Posts a message to a channel.", publish),
     CommandSpec {
         name: "pubsub",

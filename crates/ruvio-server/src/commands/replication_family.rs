@@ -25,23 +25,23 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("replicaof", -3, ADMIN | NO_MULTI | STALE, "Configures a server as replica of another, or promotes it to a primary (Ruvio: optionally at a failover EPOCH).", replicaof),
-    cmd!("slaveof", -3, ADMIN | NO_MULTI | STALE, "Sets a Redis server as a replica of another, or promotes it to being a master.", replicaof),
+    cmd!("replicaof", -3, ADMIN | NO_MULTI | STALE | NOSCRIPT, "Configures a server as replica of another, or promotes it to a primary (Ruvio: optionally at a failover EPOCH).", replicaof),
+    cmd!("slaveof", -3, ADMIN | NO_MULTI | STALE | NOSCRIPT, "Sets a Redis server as a replica of another, or promotes it to being a master.", replicaof),
     cmd!("role", 1, FAST | LOADING | STALE | NOAUTH, "Returns the replication role.", role),
-    cmd!("wait", 3, 0, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
-    cmd!("waitaof", 4, 0, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.", waitaof),
+    cmd!("wait", 3, NOSCRIPT, "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", wait),
+    cmd!("waitaof", 4, NOSCRIPT, "Blocks until all of the preceding write commands sent by the connection are written to the append-only file of the primary and/or replicas.", waitaof),
     CommandSpec {
         name: "replication",
         arity: -2,
-        flags: 0,
+        flags: NOSCRIPT,
         keys: (0, 0, 0),
         group: "server",
         summary: "A container for Ruvio's failover commands (used by `ruvio coordinator`).",
         handler: super::server_family::container_help,
         subcommands: REPLICATION_SUBCOMMANDS,
     },
-    cmd!("psync", -3, ADMIN | NO_MULTI | STALE, "An internal command used in replication.", psync),
-    cmd!("replconf", -1, ADMIN | LOADING | STALE, "An internal command for configuring the replication stream.", replconf),
+    cmd!("psync", -3, ADMIN | NO_MULTI | STALE | NOSCRIPT, "An internal command used in replication.", psync),
+    cmd!("replconf", -1, ADMIN | LOADING | STALE | NOSCRIPT, "An internal command for configuring the replication stream.", replconf),
 ];
 
 static REPLICATION_SUBCOMMANDS: &[CommandSpec] = &[

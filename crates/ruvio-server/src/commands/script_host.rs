@@ -107,10 +107,10 @@ fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, 
     if top.has(flags::INTERNAL) {
         return Some(Value::error(ERR_SCRIPT_UNKNOWN_COMMAND));
     }
-    if NOT_IN_SCRIPTS.contains(&top.name) {
+    let spec = resolved.spec;
+    if top.has(flags::NOSCRIPT) || spec.has(flags::NOSCRIPT) {
         return Some(Value::error(ERR_SCRIPT_NOT_ALLOWED));
     }
-    let spec = resolved.spec;
     if spec.has(flags::WRITE) {
         if read_only {
             return Some(Value::error(ERR_SCRIPT_WRITE_IN_RO));
@@ -129,12 +129,3 @@ fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, 
     }
     None
 }
-
-/// Commands a script may not call (Redis's `noscript` flag): scripting itself, transactions, subscriptions and
-/// commands that make no sense from inside a script.
-const NOT_IN_SCRIPTS: &[&str] = &[
-    "eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro", "script", "function", "multi", "exec", "discard",
-    "watch", "unwatch", "subscribe", "psubscribe", "unsubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
-    "auth", "hello", "shutdown", "save", "bgsave", "bgrewriteaof", "quit", "reset", "client", "monitor", "sync",
-    "psync", "replconf", "wait", "waitaof", "debug",
-];

@@ -27,14 +27,14 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("eval", -3, STALE, "Executes a server-side Lua script.", eval),
-    cmd!("evalsha", -3, STALE, "Executes a server-side Lua script by SHA1 digest.", evalsha),
-    cmd!("eval_ro", -3, STALE | READONLY, "Executes a read-only server-side Lua script.", eval_ro),
-    cmd!("evalsha_ro", -3, STALE | READONLY, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
-    cmd!("fcall", -3, STALE, "Invokes a function.", fcall),
-    cmd!("fcall_ro", -3, STALE | READONLY, "Invokes a read-only function.", fcall_ro),
-    CommandSpec { name: "script", arity: -2, flags: 0, keys: (0, 0, 0), group: "scripting", summary: "A container for Lua scripts management commands.", handler: super::server_family::container_help, subcommands: SCRIPT_SUBCOMMANDS },
-    CommandSpec { name: "function", arity: -2, flags: 0, keys: (0, 0, 0), group: "scripting", summary: "A container for function commands.", handler: super::server_family::container_help, subcommands: FUNCTION_SUBCOMMANDS },
+    cmd!("eval", -3, STALE | NOSCRIPT, "Executes a server-side Lua script.", eval),
+    cmd!("evalsha", -3, STALE | NOSCRIPT, "Executes a server-side Lua script by SHA1 digest.", evalsha),
+    cmd!("eval_ro", -3, STALE | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script.", eval_ro),
+    cmd!("evalsha_ro", -3, STALE | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
+    cmd!("fcall", -3, STALE | NOSCRIPT, "Invokes a function.", fcall),
+    cmd!("fcall_ro", -3, STALE | READONLY | NOSCRIPT, "Invokes a read-only function.", fcall_ro),
+    CommandSpec { name: "script", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for Lua scripts management commands.", handler: super::server_family::container_help, subcommands: SCRIPT_SUBCOMMANDS },
+    CommandSpec { name: "function", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for function commands.", handler: super::server_family::container_help, subcommands: FUNCTION_SUBCOMMANDS },
 ];
 
 static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
@@ -106,7 +106,7 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro_cmd: bool) -> Value {
     let body = ctx.args[1].clone();
     let shared = ctx.shared;
     ctx.store();
-    let (sha, flags, inline) = {
+    let (sha, flags) = {
         let mut engine = shared.scripts.engine();
         let sha = if by_sha {
             let sha = String::from_utf8_lossy(&body).to_ascii_lowercase();
@@ -115,20 +115,20 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro_cmd: bool) -> Value {
             }
             sha
         } else {
-            match engine.load_script(&body) {
+            match engine.load_script(&body, false) {
                 Ok(sha) => sha,
                 Err(e) => return e,
             }
         };
         shared.scripts.update_stats(&engine);
         let script = &engine.scripts[&sha];
-        (sha, script.flags.clone(), script.runs_inline())
+        (sha, script.flags.clone())
     };
     if ro_cmd && flags.declared && !flags.no_writes {
         return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
     }
     let read_only = ro_cmd || flags.no_writes;
-    start(ctx, Job::Script(sha), keys, argv, read_only, inline)
+    start(ctx, Job::Script(sha), keys, argv, read_only)
 }
 
 fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
@@ -150,14 +150,29 @@ fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
         return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
     }
     let read_only = ro_cmd || flags.no_writes;
-    start(ctx, Job::Function(name), keys, argv, read_only, false)
+    start(ctx, Job::Function(name), keys, argv, read_only)
 }
 
-/// Runs the script: inline inside MULTI/EXEC (or without a runtime), otherwise on a blocking-pool thread while the
-/// client waits like a blocked command, so its I/O thread keeps serving others (and can answer them -BUSY).
-fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool, inline: bool) -> Value {
+/// How long the I/O thread waits for a script it handed off before it lets the client wait as a blocked command.
+/// A lock library's compare-and-delete finishes well within this, so its reply goes out in the same turn (no trip
+/// through the blocked-client path); a longer script costs the thread's other clients at most this much before
+/// they are served again (and answered `-BUSY` past `busy-reply-threshold`).
+const SCRIPT_SYNC_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// The script thread's reply, and a flag the I/O thread can wait on for a short while.
+struct Handoff {
+    done: parking_lot::Mutex<bool>,
+    cv: parking_lot::Condvar,
+}
+
+/// Runs the script: inline inside MULTI/EXEC (or without a runtime), otherwise on a blocking-pool thread. The
+/// client's I/O thread waits up to [`SCRIPT_SYNC_WAIT`] for the reply and otherwise lets the client wait like a
+/// blocked command, so it keeps serving its other connections (which get -BUSY once the script is past
+/// `busy-reply-threshold`, and can send SCRIPT KILL or SHUTDOWN NOSAVE). A script never runs on an I/O thread
+/// outside EXEC: one that ran long there would leave every client of that thread unanswered.
+fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool) -> Value {
     let execute = ctx.execute;
-    if ctx.in_exec || inline || tokio::runtime::Handle::try_current().is_err() {
+    if ctx.in_exec || tokio::runtime::Handle::try_current().is_err() {
         let now = ctx.now;
         let in_exec = ctx.in_exec;
         let (shared, client, guard) = ctx.parts();
@@ -171,7 +186,9 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
     client.proto = ctx.client.proto;
     // A durable connection's script reports its writes and grants (through the shared ClientInfo) for the wait.
     client.durability_replicas = ctx.client.durability_replicas;
-    let (tx, rx) = tokio::sync::oneshot::channel();
+    let (tx, mut rx) = tokio::sync::oneshot::channel();
+    let handoff = Arc::new(Handoff { done: parking_lot::Mutex::new(false), cv: parking_lot::Condvar::new() });
+    let signal = handoff.clone();
     tokio::task::spawn_blocking(move || {
         let mut guard: Option<MutexGuard<'_, Store>> = None;
         let now = {
@@ -181,7 +198,22 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
         let reply = run_job(&shared, &mut client, &mut guard, execute, &job, &keys, &argv, read_only, now, true);
         drop(guard);
         let _ = tx.send(reply);
+        *signal.done.lock() = true;
+        signal.cv.notify_one();
     });
+    {
+        let mut done = handoff.done.lock();
+        if !*done {
+            let _ = handoff.cv.wait_for(&mut done, SCRIPT_SYNC_WAIT);
+        }
+    }
+    if let Ok(reply) = rx.try_recv() {
+        // Back under the store lock, as a command that ran here: the connection then commits the script's staged
+        // records and holds this reply until they are as durable as any other write's (appendfsync always, and
+        // CLIENT DURABILITY), exactly as it does after a blocked reply.
+        ctx.store();
+        return reply;
+    }
     ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SCRIPT_ABORTED) });
     Value::Nil
 }
@@ -204,11 +236,15 @@ fn run_job<'g>(
     shared.store_in(guard);
     let log_start = guard.as_ref().map(|s| s.log.len()).unwrap_or(0);
     let run = &shared.scripts.run;
-    run.kill.store(KILL_NONE, Ordering::Release);
+    run.kill.store(KILL_NONE, Ordering::SeqCst);
     run.wrote.store(false, Ordering::Release);
     run.is_function.store(matches!(job, Job::Function(_)), Ordering::Release);
     run.started.store(crate::clock::mono_ms(), Ordering::Release);
-    run.running.store(true, Ordering::Release);
+    run.running.store(true, Ordering::SeqCst);
+    // A shutdown requested before `running` was set did not see this script: it stops at its first check.
+    if shared.is_shutting_down() {
+        run.kill.store(KILL_SHUTDOWN, Ordering::SeqCst);
+    }
     let saved_db = client.db;
     let reply = {
         let mut engine = shared.scripts.engine();
@@ -217,13 +253,7 @@ fn run_job<'g>(
             Job::Function(name) => Target::Function(name),
         };
         let mut host = ServerHost { shared, client: &mut *client, guard: &mut *guard, now, read_only, execute };
-        let started = std::time::Instant::now();
         let reply = engine.run(target, keys, argv, &mut host);
-        if let Job::Script(sha) = job {
-            if let Some(s) = engine.scripts.get_mut(sha) {
-                s.record_run(started.elapsed().as_millis() as u64);
-            }
-        }
         shared.scripts.update_stats(&engine);
         reply
     };
@@ -248,7 +278,7 @@ fn script_load(ctx: &mut Ctx) -> Value {
     let shared = ctx.shared;
     ctx.store();
     let mut engine = shared.scripts.engine();
-    let r = engine.load_script(&body);
+    let r = engine.load_script(&body, true);
     shared.scripts.update_stats(&engine);
     match r {
         Ok(sha) => Value::bulk(sha),
@@ -424,12 +454,7 @@ fn function_dump(ctx: &mut Ctx) -> Value {
 }
 
 fn function_restore(ctx: &mut Ctx) -> Value {
-    #[derive(PartialEq)]
-    enum Policy {
-        Append,
-        Replace,
-        Flush,
-    }
+    use scripting::functions::RestorePolicy as Policy;
     let policy = match ctx.args.get(3) {
         None => Policy::Append,
         Some(p) if eq_ic(p, "append") => Policy::Append,
@@ -448,27 +473,8 @@ fn function_restore(ctx: &mut Ctx) -> Value {
     ctx.store();
     let r = {
         let mut engine = shared.scripts.engine();
-        let r = (|| {
-            // Checked first so a refused restore changes nothing.
-            if policy == Policy::Append {
-                for code in &libs {
-                    let name = String::from_utf8_lossy(code.split(|&c| c == b'\n').next().unwrap_or(&[])).into_owned();
-                    if let Some(n) = name.split("name=").nth(1) {
-                        let n = n.split(' ').next().unwrap_or("");
-                        if engine.functions.libraries.contains_key(n) {
-                            return Err(script_error(ScriptError::LibraryExistsOnRestore, n));
-                        }
-                    }
-                }
-            }
-            if policy == Policy::Flush {
-                engine.flush_functions();
-            }
-            for code in &libs {
-                engine.load_library(code, true)?;
-            }
-            Ok(())
-        })();
+        // All or nothing: the payload's libraries load into a scratch registry first.
+        let r = engine.restore_libraries(&libs, policy);
         shared.scripts.update_stats(&engine);
         r
     };

@@ -18,11 +18,11 @@ macro_rules! cmd {
 
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("info", -1, LOADING | STALE, "Returns information and statistics about the server.", info),
-    CommandSpec { name: "config", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for server configuration commands.", handler: container_help, subcommands: CONFIG_SUBCOMMANDS },
+    CommandSpec { name: "config", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for server configuration commands.", handler: container_help, subcommands: CONFIG_SUBCOMMANDS },
     // With no subcommand COMMAND lists every command (see `resolve`); its subcommands check their own arity.
     CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: COMMAND_SUBCOMMANDS },
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
-    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
+    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI | NOSCRIPT, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
     cmd!("cluster", -2, 0, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
     cmd!("readonly", 1, FAST | LOADING | STALE, "Enables read-only queries for a connection to a Redis Cluster replica node (cluster support is disabled).", cluster_disabled),
     cmd!("readwrite", 1, FAST | LOADING | STALE, "Enables read-write queries for a connection to a Reids Cluster replica node (cluster support is disabled).", cluster_disabled),

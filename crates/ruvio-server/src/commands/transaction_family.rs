@@ -24,11 +24,11 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE, (0, 0, 0), "Starts a transaction.", multi),
-    cmd!("exec", 1, LOADING | STALE | NO_QUEUE, (0, 0, 0), "Executes all commands in a transaction.", exec),
-    cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE, (0, 0, 0), "Discards a transaction.", discard),
-    cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
-    cmd!("unwatch", 1, FAST | LOADING | STALE, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
+    cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Starts a transaction.", multi),
+    cmd!("exec", 1, LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Executes all commands in a transaction.", exec),
+    cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Discards a transaction.", discard),
+    cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
+    cmd!("unwatch", 1, FAST | LOADING | STALE | NOSCRIPT, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
 ];
 
 fn multi(ctx: &mut Ctx) -> Value {

@@ -104,24 +104,66 @@ fn format_double(d: f64) -> String {
 /// Nesting deeper than this is refused (Redis's reply conversion has the same guard against cycles).
 const MAX_DEPTH: usize = 1000;
 
-/// A script's return value (or an element of it) as the reply sent to the client. `resp` is the script's protocol.
-pub fn lua_to_reply(v: &LuaValue, resp: u8) -> Value {
-    to_reply(v, resp, 0)
+/// Elements a reply may take from tables it reaches more than once (a cycle, or one table shared by many
+/// parents). A tree of distinct tables is never counted: the Lua state's memory limit bounds it. Without this,
+/// `t[1] = t; t[2] = t` made a reply of 2^1000 elements and the process grew until it died.
+const MAX_REVISITED_ELEMENTS: usize = 100_000;
+/// String bytes a reply may carry in all (a short list of one large string repeated copies it each time).
+const MAX_REPLY_BYTES: usize = 512 << 20;
+
+/// What a reply's conversion has used so far.
+struct Budget {
+    seen: std::collections::HashSet<*const std::ffi::c_void>,
+    revisited: usize,
+    bytes: usize,
+    exceeded: bool,
 }
 
-fn to_reply(v: &LuaValue, resp: u8, depth: usize) -> Value {
+/// A script's return value (or an element of it) as the reply sent to the client. `resp` is the script's protocol.
+/// A value too large to send (see [`MAX_REVISITED_ELEMENTS`], [`MAX_REPLY_BYTES`]) is answered with an error.
+pub fn lua_to_reply(v: &LuaValue, resp: u8) -> Value {
+    let mut budget = Budget { seen: Default::default(), revisited: 0, bytes: 0, exceeded: false };
+    let reply = to_reply(v, resp, 0, &mut budget, false);
+    if budget.exceeded {
+        return Value::error(crate::errors::ERR_SCRIPT_REPLY_TOO_LARGE);
+    }
+    reply
+}
+
+fn to_reply(v: &LuaValue, resp: u8, depth: usize, budget: &mut Budget, revisit: bool) -> Value {
     if depth > MAX_DEPTH {
         return Value::error(crate::errors::ERR_LUA_STACK_LIMIT);
     }
+    if budget.exceeded {
+        return Value::Nil;
+    }
+    if revisit {
+        budget.revisited += 1;
+        if budget.revisited > MAX_REVISITED_ELEMENTS {
+            budget.exceeded = true;
+            return Value::Nil;
+        }
+    }
     match v {
-        LuaValue::String(s) => Value::Bulk(Bytes::copy_from_slice(&s.as_bytes())),
+        LuaValue::String(s) => {
+            budget.bytes += s.as_bytes().len();
+            if budget.bytes > MAX_REPLY_BYTES {
+                budget.exceeded = true;
+                return Value::Nil;
+            }
+            Value::Bulk(Bytes::copy_from_slice(&s.as_bytes()))
+        }
         LuaValue::Integer(n) => Value::Integer(*n),
         // Redis truncates a Lua number to an integer (3.99 -> 3).
         LuaValue::Number(n) => Value::Integer(truncate(*n)),
         LuaValue::Boolean(true) if resp == 3 => Value::Boolean(true),
         LuaValue::Boolean(true) => Value::Integer(1),
         LuaValue::Boolean(false) if resp == 3 => Value::Boolean(false),
-        LuaValue::Table(t) => table_to_reply(t, resp, depth),
+        LuaValue::Table(t) => {
+            // Everything under a table met before counts against the revisit budget.
+            let revisit = revisit || !budget.seen.insert(t.to_pointer());
+            table_to_reply(t, resp, depth, budget, revisit)
+        }
         _ => Value::Nil,
     }
 }
@@ -134,7 +176,7 @@ fn truncate(n: f64) -> i64 {
     }
 }
 
-fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Value {
+fn table_to_reply(t: &Table, resp: u8, depth: usize, budget: &mut Budget, revisit: bool) -> Value {
     if let Ok(LuaValue::String(e)) = t.raw_get::<LuaValue>("err") {
         return error_value(&e.as_bytes());
     }
@@ -152,12 +194,12 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Value {
     if let Ok(LuaValue::Table(m)) = t.raw_get::<LuaValue>("map") {
         let mut pairs = Vec::new();
         for (k, val) in m.pairs::<LuaValue, LuaValue>().flatten() {
-            pairs.push((to_reply(&k, resp, depth + 1), to_reply(&val, resp, depth + 1)));
+            pairs.push((to_reply(&k, resp, depth + 1, budget, revisit), to_reply(&val, resp, depth + 1, budget, revisit)));
         }
         return Value::Map(pairs);
     }
     if let Ok(LuaValue::Table(s)) = t.raw_get::<LuaValue>("set") {
-        let items = s.pairs::<LuaValue, LuaValue>().flatten().map(|(k, _)| to_reply(&k, resp, depth + 1)).collect();
+        let items = s.pairs::<LuaValue, LuaValue>().flatten().map(|(k, _)| to_reply(&k, resp, depth + 1, budget, revisit)).collect();
         return Value::Set(items);
     }
     if let Ok(LuaValue::Table(v)) = t.raw_get::<LuaValue>("verbatim_string") {
@@ -174,7 +216,12 @@ fn table_to_reply(t: &Table, resp: u8, depth: usize) -> Value {
     loop {
         match t.raw_get::<LuaValue>(i) {
             Ok(LuaValue::Nil) | Err(_) => break,
-            Ok(v) => items.push(to_reply(&v, resp, depth + 1)),
+            Ok(v) => {
+                items.push(to_reply(&v, resp, depth + 1, budget, revisit));
+                if budget.exceeded {
+                    break;
+                }
+            }
         }
         i += 1;
     }

@@ -1,15 +1,15 @@
 //! The Lua state: sandboxed globals, the `redis` table, the script cache, and running a script or function.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value as LuaValue, Variadic, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, RegistryKey, StdLib, Table, Value as LuaValue, Variadic, VmState};
 use ruvio_protocol::Value;
 
 use super::convert::{lua_error_text, lua_to_reply, reply_to_lua};
-use super::{RunState, KILL_NONE};
+use super::RunState;
 use crate::errors::*;
 
 /// Sets up the sandbox. Runs once with the full base library; `base` receives what scripts may use, `B` is the
@@ -26,15 +26,18 @@ local function readonly(t)
 end
 
 local redis = {}
+local select = select
+-- The arguments reach Rust packed in one table (with their count, as they may hold nils), not as thousands of
+-- separate values: each value handed to Rust takes a slot of mlua's reference stack, which has room for 8,000.
 redis.call = function(...)
   if not B.call then error("Script attempted to access nonexistent global variable 'call'", 2) end
-  local is_err, v = B.call(...)
+  local is_err, v = B.call(select('#', ...), {...})
   if is_err then error(v, 0) end
   return v
 end
 redis.pcall = function(...)
   if not B.call then error("Script attempted to access nonexistent global variable 'pcall'", 2) end
-  local _, v = B.call(...)
+  local _, v = B.call(select('#', ...), {...})
   return v
 end
 redis.setresp = function(v)
@@ -71,8 +74,15 @@ redis.REDIS_VERSION_NUM = B.version_num
 
 for _, name in ipairs({'assert', 'error', 'ipairs', 'next', 'pairs', 'pcall', 'rawequal', 'rawget', 'select',
     'tonumber', 'tostring', 'type', 'unpack', 'xpcall', '_VERSION', 'setmetatable', 'getmetatable', 'gcinfo',
-    'collectgarbage', 'load'}) do
+    'load'}) do
   base[name] = G[name]
+end
+-- A script that stops the collector is noted, so the engine restarts it after the script (Lua 5.1 cannot ask
+-- whether it runs): a stopped collector must not outlive the script that stopped it.
+local collectgarbage = G.collectgarbage
+base.collectgarbage = function(opt, ...)
+  if opt == 'stop' then B.gc_stopped = true end
+  return collectgarbage(opt, ...)
 end
 base.rawset = function(t, k, v)
   if rawequal(t, G) or protected[t] then error("Attempt to modify a readonly table", 2) end
@@ -103,43 +113,39 @@ setmetatable(G, {__index = base, __newindex = function() error("Attempt to modif
 "#;
 
 pub struct Script {
-    pub func: Function,
+    /// The compiled chunk, in the Lua registry: a `Function` held in Rust would take a slot of mlua's reference
+    /// stack (room for 8,000), and thousands of cached scripts used to exhaust it.
+    pub func: RegistryKey,
     pub body: Bytes,
     pub flags: super::functions::Flags,
-    /// Completed runs, all faster than [`FAST_RUN_MS`]; see [`Script::runs_inline`].
-    pub fast_runs: u32,
-    /// Some run took [`FAST_RUN_MS`] or longer: always run on the script thread.
-    pub slow: bool,
+    /// Its place in the EVAL LRU (`None`: loaded with SCRIPT LOAD, never evicted).
+    lru: Option<u64>,
 }
 
-/// A run shorter than this counts as fast.
-pub const FAST_RUN_MS: u64 = 10;
-/// Fast runs after which a script runs inline on the client's I/O thread.
-pub const INLINE_AFTER_FAST_RUNS: u32 = 8;
+/// EVAL scripts kept in the script cache (Redis 7.4's bound): an app that inlines values into script bodies makes
+/// a new script per call. Beyond this the least recently EVAL'ed one is dropped (EVALSHA of it then answers
+/// NOSCRIPT, which clients handle by sending EVAL). SCRIPT LOAD'ed scripts are kept until SCRIPT FLUSH.
+pub const EVAL_SCRIPTS_MAX: usize = 500;
 
-impl Script {
-    /// Whether the script has proven short (every one of its first runs took under [`FAST_RUN_MS`]): such a script
-    /// (a lock library's compare-and-delete) runs inline on the I/O thread, saving the hand-off to the script thread.
-    pub fn runs_inline(&self) -> bool {
-        !self.slow && self.fast_runs >= INLINE_AFTER_FAST_RUNS
-    }
-
-    pub fn record_run(&mut self, elapsed_ms: u64) {
-        if elapsed_ms >= FAST_RUN_MS {
-            self.slow = true;
-        } else {
-            self.fast_runs = self.fast_runs.saturating_add(1);
-        }
-    }
-}
+/// How often (in Lua instructions) the hook checks for SCRIPT KILL, SHUTDOWN and the FUNCTION LOAD timeout.
+const HOOK_EVERY: u32 = 10_000;
 
 pub struct Engine {
     lua: Lua,
     bridge: Table,
     xpcall: Function,
     handler: Function,
+    run_state: Arc<RunState>,
+    /// The hook fires at every instruction (set once a kill was seen, so pcall cannot swallow it); relaxed after
+    /// the script.
+    hook_tight: Arc<AtomicBool>,
     pub scripts: HashMap<String, Script>,
     pub scripts_bytes: usize,
+    /// EVAL-only scripts by last use (tick -> sha), oldest first.
+    eval_lru: BTreeMap<u64, String>,
+    lru_tick: u64,
+    /// EVAL scripts dropped by the LRU bound so far.
+    pub evicted_scripts: u64,
     pub functions: super::functions::Registry,
     /// Bumped by every change to the function libraries (shared with `Scripting`, read without the engine's lock:
     /// the execution path logs a FUNCTION command that moved it).
@@ -193,14 +199,36 @@ impl Engine {
         let xpcall: Function = globals.raw_get("xpcall")?;
         lua.load(PRELUDE).set_name("=ruvio_env").call::<()>((base, bridge.clone(), globals))?;
         let handler = lua.create_function(error_handler)?;
-        // Checked every 10k instructions: SCRIPT KILL / SHUTDOWN NOSAVE stop the script at the next check.
-        lua.set_global_hook(HookTriggers::new().every_nth_instruction(10_000), move |_lua, _debug| {
-            if run.kill.load(Ordering::Acquire) != KILL_NONE {
-                return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
-            }
-            Ok(VmState::Continue)
-        })?;
-        Ok(Engine { lua, bridge, xpcall, handler, scripts: HashMap::new(), scripts_bytes: 0, functions: Default::default(), library_changes })
+        let hook_tight = Arc::new(AtomicBool::new(false));
+        install_hook(&lua, run.clone(), hook_tight.clone(), HOOK_EVERY)?;
+        Ok(Engine {
+            lua,
+            bridge,
+            xpcall,
+            handler,
+            run_state: run,
+            hook_tight,
+            scripts: HashMap::new(),
+            scripts_bytes: 0,
+            eval_lru: BTreeMap::new(),
+            lru_tick: 0,
+            evicted_scripts: 0,
+            functions: Default::default(),
+            library_changes,
+        })
+    }
+
+    /// After a script or a library load: the hook back to every [`HOOK_EVERY`] instructions if a kill tightened
+    /// it, and the collector running again (`collectgarbage('stop')` in one script must not leave the state
+    /// growing for every later one).
+    fn settle_after_run(&self) {
+        if self.hook_tight.swap(false, Ordering::AcqRel) {
+            let _ = install_hook(&self.lua, self.run_state.clone(), self.hook_tight.clone(), HOOK_EVERY);
+        }
+        if self.bridge.raw_get::<bool>("gc_stopped").unwrap_or(false) {
+            let _ = self.bridge.raw_set("gc_stopped", false);
+            self.lua.gc_restart();
+        }
     }
 
     pub fn lua(&self) -> &Lua {
@@ -213,16 +241,44 @@ impl Engine {
 
     /// FUNCTION LOAD: compiles and runs the library's code, collecting what it registers. Returns the library name.
     pub fn load_library(&mut self, code: &Bytes, replace: bool) -> Result<String, Value> {
-        let loaded = self.functions.load_library(&self.lua, &self.bridge, code, replace);
+        let loaded = self.with_load_deadline(|e| e.functions.load_library(&e.lua, &e.bridge, code, replace));
         if loaded.is_ok() {
             self.library_changes.fetch_add(1, Ordering::Relaxed);
         }
         loaded
     }
 
+    /// Runs library code with the FUNCTION LOAD timeout armed: its top-level code (`while true do end` in a
+    /// library) is stopped after [`super::LOAD_TIMEOUT_MS`], wherever the load happens (FUNCTION LOAD, a restore,
+    /// start-up, a replica's full sync).
+    fn with_load_deadline<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let deadline = crate::clock::mono_ms() + super::LOAD_TIMEOUT_MS;
+        self.run_state.load_deadline.store(deadline, Ordering::Release);
+        let r = f(self);
+        self.run_state.load_deadline.store(0, Ordering::Release);
+        self.settle_after_run();
+        r
+    }
+
+    /// FUNCTION RESTORE: every library of the payload or none. They are compiled and run into a scratch registry
+    /// first; the live libraries change only once all of them loaded and none conflicts.
+    pub fn restore_libraries(&mut self, libs: &[Bytes], policy: super::functions::RestorePolicy) -> Result<(), Value> {
+        let mut scratch = super::functions::Registry::default();
+        self.with_load_deadline(|e| {
+            for code in libs {
+                scratch.load_library(&e.lua, &e.bridge, code, false)?;
+            }
+            Ok::<(), Value>(())
+        })?;
+        self.functions.merge_restored(scratch, policy)?;
+        self.library_changes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Removes a library and its functions; false if there was none.
     pub fn delete_library(&mut self, name: &str) -> bool {
         let deleted = self.functions.delete_library(name);
+        self.lua.expire_registry_values();
         if deleted {
             self.library_changes.fetch_add(1, Ordering::Relaxed);
         }
@@ -233,6 +289,7 @@ impl Engine {
     pub fn flush_functions(&mut self) {
         self.functions = super::functions::Registry::default();
         self.library_changes.fetch_add(1, Ordering::Relaxed);
+        self.lua.expire_registry_values();
         let _ = self.lua.gc_collect();
     }
 
@@ -240,10 +297,20 @@ impl Engine {
         self.lua.used_memory()
     }
 
-    /// Compiles `body` (an EVAL script) into the cache; returns its SHA1.
-    pub fn load_script(&mut self, body: &Bytes) -> Result<String, Value> {
+    /// Compiles `body` into the cache; returns its SHA1. `pinned`: SCRIPT LOAD (kept until SCRIPT FLUSH);
+    /// otherwise an EVAL, which takes (or refreshes) a place in the LRU of [`EVAL_SCRIPTS_MAX`] scripts.
+    pub fn load_script(&mut self, body: &Bytes, pinned: bool) -> Result<String, Value> {
         let sha = super::sha1_hex(body);
-        if self.scripts.contains_key(&sha) {
+        self.lru_tick += 1;
+        let tick = self.lru_tick;
+        if let Some(s) = self.scripts.get_mut(&sha) {
+            if let Some(old) = s.lru.take() {
+                self.eval_lru.remove(&old);
+                if !pinned {
+                    s.lru = Some(tick);
+                    self.eval_lru.insert(tick, sha.clone());
+                }
+            }
             return Ok(sha);
         }
         let (flags, code) = super::functions::parse_eval_shebang(body)?;
@@ -253,13 +320,29 @@ impl Engine {
             .set_name("@user_script")
             .into_function()
             .map_err(|e| script_error(ScriptError::CompilingScript, &lua_error_text(&e)))?;
+        let func = self.lua.create_registry_value(func).map_err(|e| script_error(ScriptError::CompilingScript, &lua_error_text(&e)))?;
         self.scripts_bytes += body.len();
-        self.scripts.insert(sha.clone(), Script { func, body: body.clone(), flags, fast_runs: 0, slow: false });
+        let lru = if pinned { None } else { Some(tick) };
+        self.scripts.insert(sha.clone(), Script { func, body: body.clone(), flags, lru });
+        if !pinned {
+            self.eval_lru.insert(tick, sha.clone());
+            while self.eval_lru.len() > EVAL_SCRIPTS_MAX {
+                let Some((_, oldest)) = self.eval_lru.pop_first() else { break };
+                if let Some(s) = self.scripts.remove(&oldest) {
+                    self.scripts_bytes -= s.body.len();
+                    let _ = self.lua.remove_registry_value(s.func);
+                    self.evicted_scripts += 1;
+                }
+            }
+        }
         Ok(sha)
     }
 
     pub fn flush_scripts(&mut self) {
-        self.scripts.clear();
+        for (_, s) in self.scripts.drain() {
+            let _ = self.lua.remove_registry_value(s.func);
+        }
+        self.eval_lru.clear();
         self.scripts_bytes = 0;
         let _ = self.lua.gc_collect();
     }
@@ -268,13 +351,17 @@ impl Engine {
     pub fn run(&mut self, target: Target, keys: &[Bytes], argv: &[Bytes], host: &mut dyn Host) -> Value {
         let (func, name, is_function) = match target {
             Target::Script(sha) => match self.scripts.get(sha) {
-                Some(s) => (s.func.clone(), sha.to_string(), false),
+                Some(s) => (self.lua.registry_value::<Function>(&s.func), sha.to_string(), false),
                 None => return Value::error(ERR_NOSCRIPT),
             },
             Target::Function(name) => match self.functions.functions.get(name) {
-                Some(f) => (f.func.clone(), name.to_string(), true),
+                Some(f) => (self.lua.registry_value::<Function>(&f.func), name.to_string(), true),
                 None => return Value::error(ERR_FUNCTION_NOT_FOUND),
             },
+        };
+        let func = match func {
+            Ok(f) => f,
+            Err(e) => return script_runtime_error(&name, &lua_error_text(&e)),
         };
         let lua = self.lua.clone();
         let outcome = (|| -> mlua::Result<Value> {
@@ -295,7 +382,7 @@ impl Engine {
             }
             let bridge = self.bridge.clone();
             let result = lua.scope(|scope| {
-                let call = scope.create_function_mut(|lua, args: Variadic<LuaValue>| bridge_call(lua, &bridge, args, host))?;
+                let call = scope.create_function_mut(|lua, (n, args): (i64, Table)| bridge_call(lua, &bridge, n, &args, host))?;
                 self.bridge.raw_set("call", call)?;
                 let body = if is_function {
                     // FCALL: the registered function receives (keys, args), through a Lua trampoline so its errors
@@ -317,6 +404,7 @@ impl Engine {
             self.bridge.raw_set("fargs", LuaValue::Nil)?;
             self.bridge.raw_set("ARGV", LuaValue::Nil)?;
             let resp: u8 = self.bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
+            self.settle_after_run();
             match result {
                 Ok((true, v)) => Ok(lua_to_reply(&v, resp)),
                 Ok((false, err)) => Ok(format_error(&err, &name)),
@@ -327,29 +415,33 @@ impl Engine {
     }
 }
 
-/// `redis.call` / `redis.pcall`: runs one command. Returns (is_error, value); the Lua side raises for `call`.
-fn bridge_call(lua: &Lua, bridge: &Table, args: Variadic<LuaValue>, host: &mut dyn Host) -> mlua::Result<(bool, LuaValue)> {
+/// `redis.call` / `redis.pcall`: runs one command (its `n` arguments packed in `args`, see the prelude). Returns
+/// (is_error, value); the Lua side raises for `call`.
+fn bridge_call(lua: &Lua, bridge: &Table, n: i64, args: &Table, host: &mut dyn Host) -> mlua::Result<(bool, LuaValue)> {
     let err = |text: &str| -> mlua::Result<(bool, LuaValue)> {
         let t = lua.create_table()?;
         t.raw_set("err", text)?;
         Ok((true, LuaValue::Table(t)))
     };
-    if args.is_empty() {
+    if n <= 0 {
         return err(ERR_SCRIPT_NO_ARGS);
     }
-    let mut argv: Vec<Bytes> = Vec::with_capacity(args.len());
+    // `n` counts values on the Lua stack (at most LUAI_MAXCSTACK), so it is already bounded.
+    let mut argv: Vec<Bytes> = Vec::with_capacity(n as usize);
     let mut numbers = Vec::new();
-    for a in args.iter() {
-        match a {
+    for i in 1..=n {
+        match args.raw_get::<LuaValue>(i)? {
             LuaValue::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            // mlua hands an integral Lua 5.1 number over as an Integer; it is still a double on the Lua side.
+            // Redis formats a Lua number argument with %.17g (so 1/3 keeps its 17 digits, math.huge is `inf`).
+            // mlua hands an integral Lua 5.1 number over as an Integer; it is still a double on the Lua side, and
+            // the host is told (a fencing token that large may be rounded).
             LuaValue::Integer(i) => {
-                numbers.push((argv.len(), *i as f64));
-                argv.push(Bytes::from(i.to_string()));
+                numbers.push((argv.len(), i as f64));
+                argv.push(Bytes::from(lua_number_arg(i as f64)));
             }
             LuaValue::Number(n) => {
-                numbers.push((argv.len(), *n));
-                argv.push(Bytes::from(super::libs::lua_g14(*n)));
+                numbers.push((argv.len(), n));
+                argv.push(Bytes::from(lua_number_arg(n)));
             }
             _ => return err(ERR_SCRIPT_ARG_TYPE),
         }
@@ -361,6 +453,32 @@ fn bridge_call(lua: &Lua, bridge: &Table, args: Variadic<LuaValue>, host: &mut d
     let resp = bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
     let is_err = reply.is_error();
     Ok((is_err, reply_to_lua(lua, &reply, resp)?))
+}
+
+/// A Lua number as a command argument: C's `%.17g`, exactly as Redis's `luaRedisGenericCommand` formats it
+/// (`0.33333333333333331`, `1e+17`, `inf`, `-nan`).
+pub fn lua_number_arg(n: f64) -> String {
+    let mut buf = [0u8; 64];
+    // SAFETY: snprintf writes at most buf.len() bytes, NUL included, and the format takes exactly one double.
+    let len = unsafe { libc::snprintf(buf.as_mut_ptr() as *mut libc::c_char, buf.len(), c"%.17g".as_ptr(), n) };
+    let len = (len.max(0) as usize).min(buf.len() - 1);
+    String::from_utf8_lossy(&buf[..len]).into_owned()
+}
+
+/// Installs the hook that stops Lua code: every `every` instructions (and every 100k steps of the patched
+/// pattern matcher, third_party/lua-src PATCH 5) it asks [`RunState::interruption`]. On a stop it raises the error
+/// and switches itself to every instruction: a script that catches the error with `pcall`, `xpcall` or a coroutine
+/// gets it again at its very next instruction, so it cannot go on (Redis's `luaMaskCountHook` does the same).
+fn install_hook(lua: &Lua, run: Arc<RunState>, tight: Arc<AtomicBool>, every: u32) -> mlua::Result<()> {
+    lua.set_global_hook(HookTriggers::new().every_nth_instruction(every), move |lua, _debug| {
+        if let Some(text) = run.interruption() {
+            if !tight.swap(true, Ordering::AcqRel) {
+                install_hook(lua, run.clone(), tight.clone(), 1)?;
+            }
+            return Err(mlua::Error::RuntimeError(text.into()));
+        }
+        Ok(VmState::Continue)
+    })
 }
 
 /// xpcall's message handler: turns any error into `{err=..., source=..., line=...}` with the innermost user frame.

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
-use mlua::{Function, Table, Value as LuaValue};
+use mlua::{Function, RegistryKey, Table, Value as LuaValue};
 use ruvio_protocol::Value;
 
 use super::convert::lua_error_text;
@@ -65,7 +65,9 @@ pub fn parse_eval_shebang(body: &Bytes) -> Result<(Flags, Bytes), Value> {
 }
 
 pub struct RegisteredFunction {
-    pub func: Function,
+    /// In the Lua registry, not on mlua's reference stack (room for 8,000: a library of 9,000 functions, or many
+    /// libraries, would exhaust it).
+    pub func: RegistryKey,
     pub library: String,
     pub flags: Flags,
     pub description: Option<String>,
@@ -75,6 +77,14 @@ pub struct Library {
     pub code: Bytes,
     /// Function names, in registration order.
     pub functions: Vec<String>,
+}
+
+/// FUNCTION RESTORE's policy.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RestorePolicy {
+    Append,
+    Replace,
+    Flush,
 }
 
 #[derive(Default)]
@@ -126,13 +136,15 @@ impl Registry {
             .into_function()
             .map_err(|e| script_error(ScriptError::CompilingFunction, &lua_error_text(&e)))?;
         let mut registered: Vec<(String, RegisteredFunction)> = Vec::new();
+        // Names registered so far (a set: a library may register thousands of functions).
+        let mut names = std::collections::HashSet::new();
         let lib_name = name.clone();
         let outcome: mlua::Result<Result<(), String>> = lua.scope(|scope| {
-            let register = scope.create_function_mut(|_, args: mlua::MultiValue| {
-                let r = register(&args, &lib_name);
+            let register = scope.create_function_mut(|lua, args: mlua::MultiValue| {
+                let r = register(lua, &args, &lib_name);
                 match r {
                     Ok(f) => {
-                        if registered.iter().any(|(n, _)| *n == f.0) {
+                        if !names.insert(f.0.clone()) {
                             return Err(mlua::Error::RuntimeError("Function already exists in the library".into()));
                         }
                         registered.push(f);
@@ -172,6 +184,35 @@ impl Registry {
         Ok(name)
     }
 
+    /// FUNCTION RESTORE's second half: moves the libraries of `restored` (all loaded, into a scratch registry) in,
+    /// or changes nothing and answers the error.
+    pub fn merge_restored(&mut self, restored: Registry, policy: RestorePolicy) -> Result<(), Value> {
+        if policy == RestorePolicy::Flush {
+            *self = restored;
+            return Ok(());
+        }
+        for name in restored.libraries.keys() {
+            if policy == RestorePolicy::Append && self.libraries.contains_key(name) {
+                return Err(script_error(ScriptError::LibraryExistsOnRestore, name));
+            }
+        }
+        for fname in restored.functions.keys() {
+            if let Some(existing) = self.functions.get(fname) {
+                // REPLACE drops the libraries the payload brings again; any other owner is a conflict.
+                if !(policy == RestorePolicy::Replace && restored.libraries.contains_key(&existing.library)) {
+                    return Err(script_error(ScriptError::FunctionExists, fname));
+                }
+            }
+        }
+        let Registry { libraries, functions } = restored;
+        for name in libraries.keys() {
+            self.delete_library(name);
+        }
+        self.libraries.extend(libraries);
+        self.functions.extend(functions);
+        Ok(())
+    }
+
     /// Removes a library and its functions; false if there was none.
     pub fn delete_library(&mut self, name: &str) -> bool {
         match self.libraries.remove(name) {
@@ -187,7 +228,7 @@ impl Registry {
 }
 
 /// One `redis.register_function` call: `(name, callback)` or `{function_name=, callback=, flags=, description=}`.
-fn register(args: &mlua::MultiValue, library: &str) -> Result<(String, RegisteredFunction), String> {
+fn register(lua: &mlua::Lua, args: &mlua::MultiValue, library: &str) -> Result<(String, RegisteredFunction), String> {
     let mut flags = Flags { declared: true, ..Default::default() };
     let (name, func, description) = match (args.front(), args.get(1)) {
         (Some(LuaValue::String(n)), Some(LuaValue::Function(f))) if args.len() == 2 => (n.to_string_lossy(), f.clone(), None),
@@ -197,6 +238,7 @@ fn register(args: &mlua::MultiValue, library: &str) -> Result<(String, Registere
     if !valid_name(&name) {
         return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
+    let func = lua.create_registry_value(func).map_err(|e| lua_error_text(&e))?;
     Ok((name, RegisteredFunction { func, library: library.to_string(), flags, description }))
 }
 

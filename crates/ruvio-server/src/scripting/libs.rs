@@ -69,15 +69,14 @@ fn bit(lua: &Lua) -> mlua::Result<Table> {
         "tohex",
         lua.create_function(|_, (x, n): (LuaValue, Option<LuaValue>)| {
             let x = tobit(num(&x, "tohex", 1)?) as u32;
-            let mut n = match n {
+            let n = match n {
                 Some(v) => tobit(num(&v, "tohex", 2)?),
                 None => 8,
             };
+            // A negative count asks for upper case. `unsigned_abs`: negating -2^31 overflowed (the C module's
+            // CVE-2024-31449 was the same overflow writing past its buffer; here it panicked in debug builds).
             let upper = n < 0;
-            if upper {
-                n = -n;
-            }
-            let n = n.clamp(1, 8) as usize;
+            let n = (n.unsigned_abs() as usize).min(8);
             let s = if upper { format!("{x:08X}") } else { format!("{x:08x}") };
             Ok(s[8 - n..].to_string())
         })?,
@@ -183,9 +182,16 @@ fn array_len(t: &Table) -> mlua::Result<Option<usize>> {
     Ok(Some(max))
 }
 
+/// The most an encoder (cjson.encode, cmsgpack.pack) may produce: its output lives outside the Lua state's
+/// memory limit until it is returned, and a table shared by many parents repeats its encoding for each.
+const MAX_ENCODED: usize = 512 << 20;
+
 fn json_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
     if depth > 1000 {
         return Err(mlua::Error::RuntimeError(format!("Cannot serialise, excessive nesting ({})", depth)));
+    }
+    if out.len() > MAX_ENCODED {
+        return Err(mlua::Error::RuntimeError("Cannot serialise: output larger than 512 MB".into()));
     }
     match v {
         LuaValue::Nil => out.extend_from_slice(b"null"),
@@ -281,7 +287,7 @@ fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
             let mut pos = 0;
             let mut vals = Vec::new();
             while pos < b.len() {
-                vals.push(mp_decode(lua, &b, &mut pos)?);
+                vals.push(mp_decode(lua, &b, &mut pos, 0)?);
             }
             Ok(MultiValue::from_iter(vals))
         })?,
@@ -290,7 +296,7 @@ fn cmsgpack(lua: &Lua) -> mlua::Result<Table> {
         let mut pos = offset;
         let mut vals = Vec::new();
         while pos < s.len() && (limit == 0 || vals.len() < limit) {
-            vals.push(mp_decode(lua, s, &mut pos)?);
+            vals.push(mp_decode(lua, s, &mut pos, 0)?);
         }
         let next = if pos >= s.len() { -1 } else { pos as i64 };
         let mut out = vec![LuaValue::Number(next as f64)];
@@ -356,6 +362,9 @@ fn mp_len(n: usize, fix: u8, fixmax: usize, m16: u8, m32: u8, out: &mut Vec<u8>)
 }
 
 fn mp_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
+    if out.len() > MAX_ENCODED {
+        return Err(mlua::Error::RuntimeError("MessagePack pack: output larger than 512 MB".into()));
+    }
     match v {
         LuaValue::Boolean(b) => out.push(if *b { 0xc3 } else { 0xc2 }),
         LuaValue::Integer(i) => mp_int(*i, out),
@@ -407,7 +416,15 @@ fn mp_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> 
     Ok(())
 }
 
-fn mp_decode(lua: &Lua, b: &[u8], pos: &mut usize) -> mlua::Result<LuaValue> {
+/// Nesting the decoder follows before it gives up. Each level is a Rust call (and the C module's a Lua stack
+/// slot): 4,000 nested one-element arrays overflowed the script thread's stack and aborted the process.
+const MP_MAX_DEPTH: usize = 1000;
+
+fn mp_decode(lua: &Lua, b: &[u8], pos: &mut usize, depth: usize) -> mlua::Result<LuaValue> {
+    if depth >= MP_MAX_DEPTH {
+        // lua-cmsgpack runs out of Lua stack at about this nesting; Redis answers with Lua's "stack overflow".
+        return Err(mlua::Error::RuntimeError("stack overflow".into()));
+    }
     let bad = || mlua::Error::RuntimeError("Missing bytes in input.".into());
     let take = |pos: &mut usize, n: usize| -> mlua::Result<&[u8]> {
         let s = b.get(*pos..*pos + n).ok_or_else(bad)?;
@@ -420,8 +437,8 @@ fn mp_decode(lua: &Lua, b: &[u8], pos: &mut usize) -> mlua::Result<LuaValue> {
     Ok(match c {
         0x00..=0x7f => LuaValue::Number(c as f64),
         0xe0..=0xff => LuaValue::Number(c as i8 as f64),
-        0x80..=0x8f => mp_map(lua, b, pos, (c & 0x0f) as usize)?,
-        0x90..=0x9f => mp_array(lua, b, pos, (c & 0x0f) as usize)?,
+        0x80..=0x8f => mp_map(lua, b, pos, (c & 0x0f) as usize, depth)?,
+        0x90..=0x9f => mp_array(lua, b, pos, (c & 0x0f) as usize, depth)?,
         0xa0..=0xbf => string(lua, pos, (c & 0x1f) as usize)?,
         0xc0 => LuaValue::Nil,
         0xc2 => LuaValue::Boolean(false),
@@ -450,37 +467,37 @@ fn mp_decode(lua: &Lua, b: &[u8], pos: &mut usize) -> mlua::Result<LuaValue> {
         }
         0xdc => {
             let n = be(take(pos, 2)?) as usize;
-            mp_array(lua, b, pos, n)?
+            mp_array(lua, b, pos, n, depth)?
         }
         0xdd => {
             let n = be(take(pos, 4)?) as usize;
-            mp_array(lua, b, pos, n)?
+            mp_array(lua, b, pos, n, depth)?
         }
         0xde => {
             let n = be(take(pos, 2)?) as usize;
-            mp_map(lua, b, pos, n)?
+            mp_map(lua, b, pos, n, depth)?
         }
         0xdf => {
             let n = be(take(pos, 4)?) as usize;
-            mp_map(lua, b, pos, n)?
+            mp_map(lua, b, pos, n, depth)?
         }
         _ => return Err(mlua::Error::RuntimeError("Bad data format in input.".into())),
     })
 }
 
-fn mp_array(lua: &Lua, b: &[u8], pos: &mut usize, n: usize) -> mlua::Result<LuaValue> {
+fn mp_array(lua: &Lua, b: &[u8], pos: &mut usize, n: usize, depth: usize) -> mlua::Result<LuaValue> {
     let t = lua.create_table()?;
     for i in 1..=n {
-        t.raw_set(i, mp_decode(lua, b, pos)?)?;
+        t.raw_set(i, mp_decode(lua, b, pos, depth + 1)?)?;
     }
     Ok(LuaValue::Table(t))
 }
 
-fn mp_map(lua: &Lua, b: &[u8], pos: &mut usize, n: usize) -> mlua::Result<LuaValue> {
+fn mp_map(lua: &Lua, b: &[u8], pos: &mut usize, n: usize, depth: usize) -> mlua::Result<LuaValue> {
     let t = lua.create_table()?;
     for _ in 0..n {
-        let k = mp_decode(lua, b, pos)?;
-        let v = mp_decode(lua, b, pos)?;
+        let k = mp_decode(lua, b, pos, depth + 1)?;
+        let v = mp_decode(lua, b, pos, depth + 1)?;
         if !k.is_nil() {
             t.raw_set(k, v)?;
         }

@@ -51,11 +51,36 @@ pub struct RunState {
     pub wrote: AtomicBool,
     /// The running script is a function (FCALL), not EVAL.
     pub is_function: AtomicBool,
+    /// While FUNCTION LOAD runs a library's top-level code: the monotonic ms after which it is stopped (0: none).
+    pub load_deadline: AtomicU64,
 }
+
+/// How long a library's top-level code may run during FUNCTION LOAD (Redis's `LOAD_TIMEOUT_MS`, 500). An
+/// unoptimised (debug) build runs registration about ten times slower, so it allows ten times as long: a library
+/// of 9,000 functions that loads in release must load in the tests' debug builds too.
+pub const LOAD_TIMEOUT_MS: u64 = if cfg!(debug_assertions) { 5_000 } else { 500 };
+
+/// The error a stopped script raises (SCRIPT KILL, FUNCTION KILL, SHUTDOWN NOSAVE, SIGTERM).
+pub const KILLED_TEXT: &str = "Script killed by user with SCRIPT KILL...";
+/// The error a library's top-level code raises past [`LOAD_TIMEOUT_MS`].
+pub const LOAD_TIMEOUT_TEXT: &str = "FUNCTION LOAD timeout";
 
 impl RunState {
     pub fn busy(&self, threshold_ms: u64) -> bool {
         self.running.load(Ordering::Acquire) && crate::clock::mono_ms().saturating_sub(self.started.load(Ordering::Acquire)) >= threshold_ms
+    }
+
+    /// Why the Lua code running now must stop (checked by the instruction hook, and by the pattern matcher's
+    /// calls to it), or `None` to go on.
+    pub fn interruption(&self) -> Option<&'static str> {
+        if self.kill.load(Ordering::Acquire) != KILL_NONE {
+            return Some(KILLED_TEXT);
+        }
+        let deadline = self.load_deadline.load(Ordering::Acquire);
+        if deadline != 0 && crate::clock::mono_ms() > deadline {
+            return Some(LOAD_TIMEOUT_TEXT);
+        }
+        None
     }
 }
 
@@ -72,6 +97,8 @@ pub struct Scripting {
     pub scripts_bytes: AtomicU64,
     pub functions_count: AtomicU64,
     pub libraries_count: AtomicU64,
+    /// EVAL scripts dropped from the script cache by its LRU bound (INFO `evicted_scripts`).
+    pub evicted_scripts: AtomicU64,
 }
 
 impl Default for Scripting {
@@ -85,6 +112,7 @@ impl Default for Scripting {
             scripts_bytes: AtomicU64::new(0),
             functions_count: AtomicU64::new(0),
             libraries_count: AtomicU64::new(0),
+            evicted_scripts: AtomicU64::new(0),
         }
     }
 }
@@ -111,6 +139,16 @@ impl Scripting {
         self.scripts_bytes.store(e.scripts_bytes as u64, Ordering::Relaxed);
         self.functions_count.store(e.functions.functions.len() as u64, Ordering::Relaxed);
         self.libraries_count.store(e.functions.libraries.len() as u64, Ordering::Relaxed);
+        self.evicted_scripts.store(e.evicted_scripts, Ordering::Relaxed);
+    }
+
+    /// The server is shutting down (SIGTERM, SIGINT, SHUTDOWN): a running script is stopped where it is, as by
+    /// SHUTDOWN NOSAVE, so the process ends in bounded time; what it wrote is dropped from the write log (it never
+    /// completed, so its client was never answered). A script that starts later sees the shutdown and stops too.
+    pub fn stop_for_shutdown(&self) {
+        if self.run.running.load(Ordering::SeqCst) {
+            self.run.kill.store(KILL_SHUTDOWN, Ordering::SeqCst);
+        }
     }
 
     /// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true).

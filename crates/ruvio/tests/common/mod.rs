@@ -144,6 +144,13 @@ impl Conn {
         self.stream.write_all(&out)
     }
 
+    /// Sends a command whose arguments may be any bytes (not only UTF-8).
+    pub fn send_bin<A: AsRef<[u8]>>(&mut self, args: &[A]) -> std::io::Result<()> {
+        let mut out = BytesMut::new();
+        encode_command(args, &mut out);
+        self.stream.write_all(&out)
+    }
+
     pub fn read_reply(&mut self) -> std::io::Result<Value> {
         loop {
             if let Some((v, n)) = decode_value(&self.buf, DecodeLimits::default()).map_err(|e| std::io::Error::other(e.to_string()))? {
