@@ -432,8 +432,9 @@ fn bridge_call(lua: &Lua, bridge: &Table, n: i64, args: &Table, host: &mut dyn H
     for i in 1..=n {
         match args.raw_get::<LuaValue>(i)? {
             LuaValue::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            // Redis formats a Lua number argument with %.17g (so 1/3 keeps its 17 digits, math.huge is `inf`);
-            // mlua hands an integral Lua 5.1 number over as an Integer, but it is still a double on the Lua side.
+            // Redis formats a Lua number argument with %.17g (so 1/3 keeps its 17 digits, math.huge is `inf`).
+            // mlua hands an integral Lua 5.1 number over as an Integer; it is still a double on the Lua side, and
+            // the host is told (a fencing token that large may be rounded).
             LuaValue::Integer(i) => {
                 numbers.push((argv.len(), i as f64));
                 argv.push(Bytes::from(lua_number_arg(i as f64)));
