@@ -3,7 +3,7 @@
 #
 #   bash scripts/test.sh
 #
-# 1. installs what the tests need (as root: redis-server + redis-tools from apt; always: the pinned Python packages
+# 1. installs what the tests need (as root: redis-server, redis-tools, tcl from apt; always: the pinned Python packages
 #    in tests/python/.venv and the pinned npm packages in tests/node); where crates.io or PyPI cannot be reached it
 #    builds from the vendored crates and installs the vendored wheels (scripts/lib/toolchains.sh, ../shared/vendor),
 # 2. builds the workspace and runs the Rust tests (cargo build/test --release --workspace --all-features),
@@ -12,7 +12,8 @@
 # 4. runs each client package's own tests (clients/*/test.sh), the Redis lock libraries' proofs
 #    (tests/libraries/*/test.sh) and the cross-language conformance corpus
 #    (scripts/conformance.sh prints one table: corpus cases x languages),
-# 5. runs the fault suite's quick run (scripts/faults.sh --quick, docs/faults.md; needs root and Go),
+# 5. runs units of Redis's own test suite against ruvio (scripts/redis-suite.sh --check, docs/redis-suite.md) and the
+#    fault suite's quick run (scripts/faults.sh --quick, docs/faults.md; needs root and Go),
 # 6. prints a table of every part: passed, FAILED, or skipped with the reason, and a closing
 #    "N passed, N failed, N skipped" line.
 #
@@ -91,7 +92,7 @@ if [ "$(id -u)" = "0" ] && have apt-get; then
   export DEBIAN_FRONTEND=noninteractive
   apt_ok=0
   for attempt in 1 2 3; do
-    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools redis-sentinel faketime; then
+    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools redis-sentinel faketime tcl; then
       apt_ok=1
       break
     fi
@@ -111,7 +112,7 @@ else
   echo "not root (or no apt-get): not installing system packages"
 fi
 
-for tool in redis-server redis-sentinel redis-cli redis-benchmark python3 node npm; do
+for tool in redis-server redis-sentinel redis-cli redis-benchmark tclsh python3 node npm; do
   have "$tool" || die "required tool '$tool' is missing (run as root to install it, or install it)"
 done
 if [ "$TARGET" != "redis" ]; then
@@ -193,6 +194,10 @@ if [ "$TARGET" != "redis" ]; then
   # The table has a column per language this machine can run and names the others.
   part "conformance corpus (scripts/conformance.sh)" bash scripts/conformance.sh
   part "conformance script self-test" bash conformance/selftest.sh
+
+  # Redis 7.0.15's own test suite as the oracle (docs/redis-suite.md): each unit against a fresh ruvio, compared with
+  # the tests redis-server passes (recorded in tests/redis-suite/passing); fails below tests/redis-suite/baseline.txt.
+  part "Redis's own test suite (scripts/redis-suite.sh --check)" bash scripts/redis-suite.sh --check
 
   # The fault suite's quick run (docs/faults.md): a cluster in a private network namespace under kill -9, pauses,
   # partitions, clock jumps and a full disk; every checker must pass for durable grants. It is written in Go.
