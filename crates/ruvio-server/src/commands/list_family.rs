@@ -9,7 +9,7 @@ use ruvio_protocol::Value;
 
 use super::context::Ctx;
 use super::flags::*;
-use super::{eq_ic, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{eq_ic, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
 use crate::errors::*;
 use crate::keyspace::{CompactBytes, Data, Db, Entry, ListValue};
 
@@ -56,34 +56,13 @@ fn bulk(b: &[u8]) -> Value {
 
 /// The list at `key`: `Ok(None)` if missing, WRONGTYPE if the key holds something else.
 pub fn read_list<'d>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d ListValue>, Value> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(Entry { data: Data::List(l), .. }) => Ok(Some(l)),
-        Some(_) => Err(Value::error(ERR_WRONGTYPE)),
-    }
+    super::collection::read(db, key, now)
 }
 
 /// Changes the list at `key` (created if missing; the caller checked the type) through the counted mutators;
 /// deletes it if `f` left it empty.
 pub fn write_list<R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce(&mut ListValue) -> R) -> R {
-    let (out, empty) = match db.get_mut(key, now) {
-        Some(Data::List(l)) => {
-            let out = f(l);
-            (out, l.is_empty())
-        }
-        _ => {
-            let mut l = ListValue::new();
-            let out = f(&mut l);
-            if !l.is_empty() {
-                db.insert(key, Entry::new(Data::List(Box::new(l))));
-            }
-            return out;
-        }
-    };
-    if empty {
-        db.remove(key, now);
-    }
-    out
+    super::collection::write(db, key, now, f)
 }
 
 fn push(ctx: &mut Ctx, right: bool, only_existing: bool) -> Value {

@@ -14,6 +14,7 @@ pub mod hash_family;
 pub mod list_family;
 pub mod set_family;
 pub mod bitmap_family;
+pub mod collection;
 pub mod zset_family;
 pub mod info;
 pub mod lock_family;

@@ -10,7 +10,7 @@ use ruvio_protocol::{Protocol, Value};
 use super::context::Ctx;
 use super::flags::*;
 use super::zset_family::{intercard_args, parse_cursor, random_positions, scan_options, scan_positions, MAX_RANDOM_REPEATS};
-use super::{parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
+use super::{parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
 use crate::errors::*;
 use crate::keyspace::glob::glob_match;
 use crate::keyspace::set::Limits;
@@ -56,32 +56,11 @@ fn set_reply(ctx: &Ctx, items: Vec<Value>) -> Value {
 }
 
 pub fn read_set<'d>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d SetValue>, Value> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(Entry { data: Data::Set(s), .. }) => Ok(Some(s)),
-        Some(_) => Err(Value::error(ERR_WRONGTYPE)),
-    }
+    super::collection::read(db, key, now)
 }
 
 pub fn write_set<R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce(&mut SetValue) -> R) -> R {
-    let (out, empty) = match db.get_mut(key, now) {
-        Some(Data::Set(s)) => {
-            let out = f(s);
-            (out, s.is_empty())
-        }
-        _ => {
-            let mut s = SetValue::new();
-            let out = f(&mut s);
-            if !s.is_empty() {
-                db.insert(key, Entry::new(Data::Set(Box::new(s))));
-            }
-            return out;
-        }
-    };
-    if empty {
-        db.remove(key, now);
-    }
-    out
+    super::collection::write(db, key, now, f)
 }
 
 fn sadd(ctx: &mut Ctx) -> Value {

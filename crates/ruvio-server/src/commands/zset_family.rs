@@ -141,34 +141,13 @@ fn limits(ctx: &Ctx) -> Limits {
 
 /// The sorted set at `key`: `Ok(None)` if missing, WRONGTYPE if the key holds something else.
 pub fn read_zset<'d>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d ZSetValue>, Value> {
-    match db.get(key, now) {
-        None => Ok(None),
-        Some(Entry { data: Data::ZSet(z), .. }) => Ok(Some(z)),
-        Some(_) => Err(Value::error(ERR_WRONGTYPE)),
-    }
+    super::collection::read(db, key, now)
 }
 
 /// Changes the sorted set at `key` (created if missing; the caller checked the type) through the counted
 /// mutators; deletes it if `f` left it empty.
 pub fn write_zset<R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce(&mut ZSetValue) -> R) -> R {
-    let (out, empty) = match db.get_mut(key, now) {
-        Some(Data::ZSet(z)) => {
-            let out = f(z);
-            (out, z.is_empty())
-        }
-        _ => {
-            let mut z = ZSetValue::new();
-            let out = f(&mut z);
-            if !z.is_empty() {
-                db.insert(key, Entry::new(Data::ZSet(Box::new(z))));
-            }
-            return out;
-        }
-    };
-    if empty {
-        db.remove(key, now);
-    }
-    out
+    super::collection::write(db, key, now, f)
 }
 
 /// Replaces `dst` with `z` (deleted when empty); true if anything was there or is now.

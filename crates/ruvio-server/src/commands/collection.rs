@@ -1,0 +1,79 @@
+//! The typed access every collection family (lists, sets, sorted sets) shares: read the value at a key or answer
+//! WRONGTYPE, and change it through a closure that creates the key when missing and deletes it when left empty (an
+//! empty collection never exists in Redis). Written once here; each family names its type.
+
+use ruvio_protocol::Value;
+
+use super::ERR_WRONGTYPE;
+use crate::keyspace::{Data, Db, Entry, ListValue, SetValue, ZSetValue};
+
+/// A collection stored boxed in [`Data`].
+pub trait Collection: Sized {
+    fn empty() -> Self;
+    fn is_empty(&self) -> bool;
+    fn of(data: &Data) -> Option<&Self>;
+    fn of_mut(data: &mut Data) -> Option<&mut Self>;
+    fn into_data(self) -> Data;
+}
+
+macro_rules! collection {
+    ($ty:ty, $variant:ident) => {
+        impl Collection for $ty {
+            fn empty() -> Self {
+                <$ty>::new()
+            }
+            fn is_empty(&self) -> bool {
+                <$ty>::is_empty(self)
+            }
+            fn of(data: &Data) -> Option<&Self> {
+                match data {
+                    Data::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn of_mut(data: &mut Data) -> Option<&mut Self> {
+                match data {
+                    Data::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_data(self) -> Data {
+                Data::$variant(Box::new(self))
+            }
+        }
+    };
+}
+collection!(ListValue, List);
+collection!(SetValue, Set);
+collection!(ZSetValue, ZSet);
+
+/// The collection at `key`: `Ok(None)` if missing, WRONGTYPE if the key holds something else.
+pub fn read<'d, T: Collection>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d T>, Value> {
+    match db.get(key, now) {
+        None => Ok(None),
+        Some(Entry { data, .. }) => T::of(data).map(Some).ok_or_else(|| Value::error(ERR_WRONGTYPE)),
+    }
+}
+
+/// Changes the collection at `key` (created if missing; the caller checked the type) through the counted mutators;
+/// deletes it if `f` left it empty.
+pub fn write<T: Collection, R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce(&mut T) -> R) -> R {
+    let (out, empty) = match db.get_mut(key, now).and_then(T::of_mut) {
+        Some(v) => {
+            let out = f(v);
+            (out, v.is_empty())
+        }
+        None => {
+            let mut v = T::empty();
+            let out = f(&mut v);
+            if !v.is_empty() {
+                db.insert(key, Entry::new(v.into_data()));
+            }
+            return out;
+        }
+    };
+    if empty {
+        db.remove(key, now);
+    }
+    out
+}
