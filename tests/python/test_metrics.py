@@ -90,11 +90,15 @@ def test_coordinator_metrics_endpoint(server_factory, tmp_path) -> None:
 
     from test_operations import ruvio_bin, stop
 
-    primary = server_factory()
+    # The node lets the coordinator in (coordinator-pass) and the coordinator logs in as its built-in user, as
+    # docs/coordinator.md sets a group up: otherwise the coordinator is refused the write lease and says so (WARN).
+    primary = server_factory("--coordinator-pass", "metrics-secret")
     cport, mport = _free_port(), _free_port()
     conf = tmp_path / "coordinator.conf"
     conf.write_text(f"port {cport}\nbind 127.0.0.1\ndir {tmp_path}\ncoordinator-peers 127.0.0.1:{cport}\n"
-                    f"sentinel monitor mymaster 127.0.0.1 {primary.port} 1\nmetrics-port {mport}\n")
+                    f"sentinel monitor mymaster 127.0.0.1 {primary.port} 1\n"
+                    "sentinel auth-user mymaster coordinator\nsentinel auth-pass mymaster metrics-secret\n"
+                    f"metrics-port {mport}\n")
     log = open(tmp_path / "coordinator.log", "wb")
     proc = subprocess.Popen([ruvio_bin(), "coordinator", "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT)
     try:

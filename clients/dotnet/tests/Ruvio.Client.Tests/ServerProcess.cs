@@ -68,13 +68,21 @@ public sealed class ServerProcess : IDisposable
         var argv = new List<string> { RuvioBin, "--port", port.ToString(), "--dir", Path.Combine(dir, "data"), "--loglevel", "warning" };
         if (!extra.Contains("--appendonly")) argv.AddRange(["--appendonly", "yes"]);
         if (!extra.Contains("--appendfsync")) argv.AddRange(["--appendfsync", "everysec"]);
+        // Lets the coordinators of StartCoordinators in (the built-in `coordinator` user); harmless elsewhere.
+        if (!extra.Contains("--coordinator-pass")) argv.AddRange(["--coordinator-pass", CoordinatorPass]);
         argv.AddRange(extra);
         var s = new ServerProcess(argv.ToArray(), port, dir, true);
         s.Start();
         return s;
     }
 
-    /// <summary>Starts three <c>ruvio coordinator</c>s watching the primary on <paramref name="primaryPort"/>.</summary>
+    /// <summary>The secret of the nodes' built-in <c>coordinator</c> user (<c>coordinator-pass</c>), which the
+    /// coordinators log in with: the coordination commands are closed to everyone else (docs/coordinator.md).</summary>
+    public const string CoordinatorPass = "dotnet-test-coordinator-secret";
+
+    /// <summary>Starts three <c>ruvio coordinator</c>s watching the primary on <paramref name="primaryPort"/>, logged in
+    /// to the nodes as their <c>coordinator</c> user and to each other with a peer user, as docs/coordinator.md sets a
+    /// group up.</summary>
     public static List<ServerProcess> StartCoordinators(int primaryPort, string service, int count = 3, int durabilityReplicas = 0)
     {
         var ports = Enumerable.Range(0, count).Select(_ => FreePort()).ToArray();
@@ -88,7 +96,9 @@ public sealed class ServerProcess : IDisposable
                 $"coordinator-peers {string.Join(' ', ports.Select(p => $"127.0.0.1:{p}"))}\n" +
                 $"sentinel monitor {service} 127.0.0.1 {primaryPort} 2\n" +
                 $"sentinel down-after-milliseconds {service} 1000\n" +
-                $"sentinel durability-replicas {service} {durabilityReplicas}\n");
+                $"sentinel durability-replicas {service} {durabilityReplicas}\n" +
+                $"sentinel auth-user {service} coordinator\nsentinel auth-pass {service} {CoordinatorPass}\n" +
+                "sentinel sentinel-user coordinators\nsentinel sentinel-pass dotnet-test-peer-secret\n");
             var s = new ServerProcess([RuvioBin, "coordinator", "--config", conf], port, dir, false);
             s.Start();
             list.Add(s);
