@@ -49,10 +49,9 @@ public sealed class DistributedLockTests(Servers servers)
         Assert.Null(await new RedisDistributedLock(name, db).TryAcquireAsync());
     }
 
-    /// <summary>RedisDistributedSemaphore keeps its holders in a sorted set (ZADD, ZRANGEBYSCORE, ...): test.sh leaves
-    /// this out (with a printed note) until Ruvio has sorted sets (issue 33).</summary>
+    /// <summary>RedisDistributedSemaphore keeps its holders in a sorted set (ZADD, ZRANGEBYSCORE, ...), which Ruvio
+    /// has since issue 33.</summary>
     [Theory]
-    [Trait("Needs", "SortedSets")]
     [InlineData("ruvio")]
     [InlineData("redis")]
     public async Task Semaphore_slots(string kind)
