@@ -72,11 +72,11 @@ print_parts() {
   [ "${#PARTS[@]}" -gt 0 ] || return 0
   local line name result why passed=0 failed=0 skipped=0
   printf '\n==> what ran on this machine\n\n'
-  printf '%-44s %-8s %s\n' "part" "result" "detail"
-  printf '%-44s %-8s %s\n' "----" "------" "------"
+  printf '%-56s %-8s %s\n' "part" "result" "detail"
+  printf '%-56s %-8s %s\n' "----" "------" "------"
   for line in "${PARTS[@]}"; do
     IFS=$'\t' read -r name result why <<<"$line"
-    printf '%-44s %-8s %s\n' "$name" "$result" "$why"
+    printf '%-56s %-8s %s\n' "$name" "$result" "$why"
     case "$result" in passed) passed=$((passed + 1)) ;; FAILED) failed=$((failed + 1)) ;; *) skipped=$((skipped + 1)) ;; esac
   done
   printf '\n%s passed, %s failed, %s skipped\n' "$passed" "$failed" "$skipped"
