@@ -132,18 +132,19 @@ pub fn brpoplpush(ctx: &mut Ctx) -> Value {
     bmove(ctx, true, false, &t)
 }
 
+/// `timeout numkeys key [key ...] <first|second> [COUNT count]` of BLMPOP and BZMPOP: the timeout, the keys, whether
+/// the second direction was named, and the count.
+type MpopArgs<'a> = (Option<Duration>, &'a [Bytes], bool, usize);
+fn blocking_mpop_args<'a>(args: &'a [Bytes], directions: (&str, &str)) -> Result<MpopArgs<'a>, Value> {
+    let timeout = parse_timeout(&args[1])?;
+    let (keys, next) = zset_family::numkeys_list(args, 2)?;
+    let (second, count) = zset_family::mpop_options(args, next, directions)?;
+    Ok((timeout, keys, second, count))
+}
+
 pub fn blmpop(ctx: &mut Ctx) -> Value {
-    let args = ctx.args;
-    let timeout = match parse_timeout(&args[1]) {
-        Ok(t) => t,
-        Err(e) => return e,
-    };
-    let (keys, next) = match zset_family::numkeys_list(args, 2) {
-        Ok(k) => k,
-        Err(e) => return e,
-    };
-    let (right, count) = match zset_family::mpop_options(args, next, ("left", "right")) {
-        Ok(o) => o,
+    let (timeout, keys, right, count) = match blocking_mpop_args(ctx.args, ("left", "right")) {
+        Ok(a) => a,
         Err(e) => return e,
     };
     match list_family::lmpop_now(ctx, keys, right, count) {
@@ -177,17 +178,8 @@ pub fn bzpop(ctx: &mut Ctx, max: bool) -> Value {
 }
 
 pub fn bzmpop(ctx: &mut Ctx) -> Value {
-    let args = ctx.args;
-    let timeout = match parse_timeout(&args[1]) {
-        Ok(t) => t,
-        Err(e) => return e,
-    };
-    let (keys, next) = match zset_family::numkeys_list(args, 2) {
-        Ok(k) => k,
-        Err(e) => return e,
-    };
-    let (max, count) = match zset_family::mpop_options(args, next, ("min", "max")) {
-        Ok(o) => o,
+    let (timeout, keys, max, count) = match blocking_mpop_args(ctx.args, ("min", "max")) {
+        Ok(a) => a,
         Err(e) => return e,
     };
     let r3 = ctx.client.proto == Protocol::Resp3;
