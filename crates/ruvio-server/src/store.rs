@@ -36,6 +36,9 @@ pub struct KeyWaiter {
     pub op: WaitOp,
     pub resp3: bool,
     pub tx: tokio::sync::oneshot::Sender<ruvio_protocol::Value>,
+    /// On a durable connection (`CLIENT DURABILITY REPLICAS n`): n, and where to note that a pop made for it was
+    /// logged, so the connection holds the reply back until n replicas have it, like any durable write.
+    pub durable: Option<(usize, std::sync::Arc<crate::client::ClientInfo>)>,
 }
 
 /// Clients blocked on keys, and keys that may have data for them since the last look.
@@ -75,6 +78,11 @@ impl KeyWaiters {
             }
         }
         Some(w)
+    }
+    /// Notes that every key waited for in database `db` may have changed (SWAPDB replaced the whole database).
+    pub fn touched_db(&mut self, db: usize) {
+        let keys: Vec<(usize, Bytes)> = self.queues.keys().filter(|(d, _)| *d == db).cloned().collect();
+        self.ready.extend(keys);
     }
     /// Notes that `key` was written, if anyone waits for it.
     pub fn touched(&mut self, db: usize, key: &[u8]) {

@@ -47,7 +47,9 @@ fn block_on(ctx: &mut Ctx, keys: Vec<Bytes>, op: WaitOp, timeout: Option<Duratio
     let db = ctx.client.db;
     let resp3 = ctx.client.proto == Protocol::Resp3;
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let id = ctx.store().waiters.add(KeyWaiter { db, keys, op, resp3, tx });
+    let n = ctx.client.durability_replicas;
+    let durable = (n > 0).then(|| (n, ctx.client.info.clone()));
+    let id = ctx.store().waiters.add(KeyWaiter { db, keys, op, resp3, tx, durable });
     ctx.client.info.unblockable.store(true, std::sync::atomic::Ordering::Relaxed);
     ctx.block = Some(Block {
         rx,
@@ -204,7 +206,12 @@ fn has_data_for(op: &WaitOp, data: Option<&Entry>) -> bool {
 /// Serves the clients blocked on the keys written since the last call, in arrival order per key, while each key
 /// has data. Each pop is logged as the command that replays it, then the reply is sent.
 /// Returns the records of the pops made (for keyspace notifications).
-pub fn serve_ready(store: &mut Store) -> Vec<(usize, Vec<Bytes>)> {
+///
+/// A waiter on a durable connection (`CLIENT DURABILITY REPLICAS n`) is served as its command would run then: with
+/// fewer than n replicas streaming it gets `NOREPLICAS` and nothing is popped for it (refused before it runs, like
+/// any durable write); otherwise its pop is noted as its connection's write, which holds the reply back until n
+/// replicas fsynced it (or answers NOTDURABLE after `durability-timeout`: connection.rs, replication/durable.rs).
+pub fn serve_ready(shared: &crate::shared::Shared, store: &mut Store) -> Vec<(usize, Vec<Bytes>)> {
     let now = crate::clock::mono_ms();
     store.set_now(now);
     let mut served = Vec::new();
@@ -215,7 +222,7 @@ pub fn serve_ready(store: &mut Store) -> Vec<(usize, Vec<Bytes>)> {
             if !seen.insert((db, key.clone())) {
                 continue;
             }
-            serve_key(store, db, &key, now, &mut served);
+            serve_key(shared, store, db, &key, now, &mut served);
         }
     }
     served
@@ -245,7 +252,7 @@ pub fn publish_notices(shared: &crate::shared::Shared, store: &mut Store, db: us
     }
 }
 
-fn serve_key(store: &mut Store, db: usize, key: &Bytes, now: u64, served: &mut Vec<(usize, Vec<Bytes>)>) {
+fn serve_key(shared: &crate::shared::Shared, store: &mut Store, db: usize, key: &Bytes, now: u64, served: &mut Vec<(usize, Vec<Bytes>)>) {
     loop {
         let Some(queue) = store.waiters.queues.get(&(db, key.clone())) else { return };
         // The first waiter in line whose kind of value this key holds.
@@ -254,6 +261,12 @@ fn serve_key(store: &mut Store, db: usize, key: &Bytes, now: u64, served: &mut V
         let w = store.waiters.remove(id).expect("queued waiters are registered");
         if w.tx.is_closed() {
             continue; // left while blocked
+        }
+        if let Some((n, _)) = &w.durable {
+            if shared.replication.online_durable_replicas() < *n {
+                let _ = w.tx.send(Value::error(ERR_NOREPLICAS));
+                continue;
+            }
         }
         let (reply, record) = match &w.op {
             WaitOp::ListPop { right, count } => {
@@ -297,6 +310,9 @@ fn serve_key(store: &mut Store, db: usize, key: &Bytes, now: u64, served: &mut V
         if !record.is_empty() {
             store.log(db, record.clone());
             served.push((db, record));
+            if let Some((_, info)) = &w.durable {
+                info.durable.lock().wrote = true;
+            }
         }
         let _ = w.tx.send(reply);
     }

@@ -202,6 +202,9 @@ fn copy(ctx: &mut Ctx) -> Value {
         _ => {}
     }
     store.dbs[dst_db].insert(&args[2], entry);
+    // The command's key positions name the destination in the client's database only: a client blocked on it in
+    // another database (COPY ... DB n) is woken here, as Redis wakes it for any key that appears.
+    store.waiters.touched(dst_db, &args[2]);
     Value::Integer(1)
 }
 
@@ -225,6 +228,8 @@ fn move_key(ctx: &mut Ctx) -> Value {
     }
     let entry = store.dbs[src_db].remove(&args[1], now).expect("checked above");
     store.dbs[dst_db].insert(&args[1], entry);
+    // The key appears in the other database: clients blocked on it there (BLPOP, BZPOPMIN, ...) are served.
+    store.waiters.touched(dst_db, &args[1]);
     Value::Integer(1)
 }
 
@@ -248,6 +253,10 @@ fn swapdb(ctx: &mut Ctx) -> Value {
         let (left, right) = store.dbs.split_at_mut(hi);
         left[lo].swap_contents(&mut right[0]);
         store.locks.swap_dbs(a, b);
+        // Clients blocked on keys of either database see that database's new contents (as in Redis, a waiter
+        // stays with its database number): every key waited for there may hold data now.
+        store.waiters.touched_db(a);
+        store.waiters.touched_db(b);
     }
     Value::ok()
 }

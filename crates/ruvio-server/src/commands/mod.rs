@@ -378,7 +378,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
             }
         }
         if !ctx_in_exec && !store.waiters.ready.is_empty() {
-            let served = blocking_family::serve_ready(store);
+            let served = blocking_family::serve_ready(shared, store);
             blocking_family::notify_served(shared, store, served);
         }
         if write {

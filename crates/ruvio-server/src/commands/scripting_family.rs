@@ -269,7 +269,7 @@ fn run_job<'g>(
         // Clients blocked on keys the script wrote are served after its records (the script may have run on the
         // script thread, where no command's end would serve them).
         if wrap && !store.waiters.ready.is_empty() {
-            let served = super::blocking_family::serve_ready(store);
+            let served = super::blocking_family::serve_ready(shared, store);
             super::blocking_family::notify_served(shared, store, served);
         }
     }
