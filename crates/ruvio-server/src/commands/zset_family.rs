@@ -407,12 +407,27 @@ fn parse_range(kind: u8, min: &Bytes, max: &Bytes) -> Result<Range, Value> {
     }
 }
 
+/// The ranks `[start, end)` a score or lexicographic range covers, each end found in O(log n). A lexicographic
+/// range assumes equal scores, as Redis does (with mixed scores the result is as undefined as Redis's).
+fn range_ranks(z: &ZSetValue, range: &Range) -> (usize, usize) {
+    let (start, end) = match range {
+        Range::Score(min, max) => {
+            let (min, max) = (*min, *max);
+            let start = z.count_before(|s, _| if min.excl { s <= min.v } else { s < min.v });
+            let end = z.count_before(|s, _| if max.excl { s < max.v } else { s <= max.v });
+            (start, end)
+        }
+        Range::Lex(min, max) => (z.count_before(|_, m| !min.above_min(m)), z.count_before(|_, m| max.below_max(m))),
+        Range::Rank(..) => unreachable!("rank ranges are resolved by the caller"),
+    };
+    (start, end.max(start))
+}
+
 /// The members `range` selects, in order (reversed for `rev`), after skipping `offset` and taking at most `limit`
-/// (negative: all).
+/// (negative: all). O(log n + members returned), offsets included.
 pub fn select(z: &ZSetValue, range: &Range, rev: bool, offset: i64, limit: i64) -> Vec<(Bytes, f64)> {
-    let take = if limit < 0 { usize::MAX } else { limit as usize };
-    let collect = |it: &mut dyn Iterator<Item = (&[u8], f64)>| -> Vec<(Bytes, f64)> {
-        it.skip(offset.max(0) as usize).take(take).map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect()
+    let copy = |it: &mut dyn Iterator<Item = (&[u8], f64)>, n: usize| -> Vec<(Bytes, f64)> {
+        it.take(n).map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect()
     };
     if offset < 0 {
         return Vec::new();
@@ -434,51 +449,35 @@ pub fn select(z: &ZSetValue, range: &Range, rev: bool, offset: i64, limit: i64) 
             b = b.min(len - 1);
             let n = (b - a + 1) as usize;
             if rev {
-                z.iter().rev().skip(a as usize).take(n).map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect()
+                copy(&mut z.iter_down_from((len - 1 - a) as usize), n)
             } else {
-                z.iter().skip(a as usize).take(n).map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect()
+                copy(&mut z.iter_from(a as usize), n)
             }
         }
-        Range::Score(min, max) => {
-            let (min, max) = (*min, *max);
-            if rev {
-                let mut it = z
-                    .iter_rev_from_score(max.v)
-                    .skip_while(move |(_, s)| max.excl && *s == max.v)
-                    .take_while(move |(_, s)| if min.excl { *s > min.v } else { *s >= min.v });
-                collect(&mut it)
-            } else {
-                let mut it = z
-                    .iter_from_score(min.v)
-                    .skip_while(move |(_, s)| min.excl && *s == min.v)
-                    .take_while(move |(_, s)| if max.excl { *s < max.v } else { *s <= max.v });
-                collect(&mut it)
+        _ => {
+            let (start, end) = range_ranks(z, range);
+            let offset = usize::try_from(offset).unwrap_or(usize::MAX);
+            if offset >= end - start {
+                return Vec::new();
             }
-        }
-        Range::Lex(min, max) => {
+            let n = (end - start - offset).min(if limit < 0 { usize::MAX } else { limit as usize });
             if rev {
-                let mut it = z.iter().rev().skip_while(|(m, _)| !max.below_max(m)).take_while(|(m, _)| min.above_min(m));
-                collect(&mut it)
+                copy(&mut z.iter_down_from(end - 1 - offset), n)
             } else {
-                let mut it = z.iter().skip_while(|(m, _)| !min.above_min(m)).take_while(|(m, _)| max.below_max(m));
-                collect(&mut it)
+                copy(&mut z.iter_from(start + offset), n)
             }
         }
     }
 }
 
-/// How many members `range` selects (ZCOUNT, ZLEXCOUNT).
+/// How many members `range` selects (ZCOUNT, ZLEXCOUNT): O(log n).
 fn count_range(z: &ZSetValue, range: &Range) -> usize {
     match range {
-        Range::Score(min, max) => {
-            let (min, max) = (*min, *max);
-            z.iter_from_score(min.v)
-                .skip_while(move |(_, s)| min.excl && *s == min.v)
-                .take_while(move |(_, s)| if max.excl { *s < max.v } else { *s <= max.v })
-                .count()
-        }
-        Range::Lex(min, max) => z.iter().skip_while(|(m, _)| !min.above_min(m)).take_while(|(m, _)| max.below_max(m)).count(),
         Range::Rank(..) => select(z, range, false, 0, -1).len(),
+        _ => {
+            let (start, end) = range_ranks(z, range);
+            end - start
+        }
     }
 }
 
@@ -1165,8 +1164,10 @@ fn zscan(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     let mut items = Vec::new();
-    let next = scan_positions(z.len(), cursor, count, z.encoding() == "listpack", |i| {
-        if let Some((m, s)) = z.nth(i) {
+    // Node positions, not ranks: a member keeps its position while it stays, so one present for the whole scan
+    // is returned even while others come and go.
+    let next = scan_positions(z.slots(), cursor, count, z.encoding() == "listpack", |i| {
+        if let Some((m, s)) = z.slot(i) {
             if pattern.as_ref().is_none_or(|p| glob_match(p, m, false)) {
                 items.push(bulk(m));
                 items.push(Value::Bulk(Bytes::from(fmt_score(s))));

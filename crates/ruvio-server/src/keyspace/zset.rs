@@ -1,18 +1,24 @@
 //! Sorted-set values (ZADD and friends).
 //!
-//! Members and scores live twice: in an insertion-ordered map (member -> score; O(1) lookups, and positions for
-//! ZRANDMEMBER's random picks and ZSCAN's cursor) and in a B-tree ordered by (score, member), which gives ranges by
-//! score or by member in order. Rank operations walk the tree from one end (O(rank)), which is fine for the sizes
-//! leaderboards and lock queues use; a skiplist with span counts (Redis's layout) would make them O(log n).
+//! Two layouts, chosen as Redis chooses its encodings (and reported by `OBJECT ENCODING` under Redis 7.0's names):
 //!
-//! `OBJECT ENCODING` reports Redis 7.0's names: `listpack` while the set is small (at most `zset-max-listpack-entries`
-//! members, none longer than `zset-max-listpack-value` bytes), `skiplist` from the first write that breaks either
-//! limit on; as in Redis the switch is one-way until the value is reloaded or copied into a new key.
+//! - `listpack` while the set is small (at most `zset-max-listpack-entries` members, none longer than
+//!   `zset-max-listpack-value` bytes): one exact-size vector of (score, member) in order. Finding a member is a
+//!   linear scan (at most the limit, 128 by default), a rank is a binary search; 24 bytes per member, no index.
+//! - `skiplist` from the first write that breaks either limit on (one-way until the value is reloaded or copied
+//!   into a new key, as in Redis): an order-statistic tree plus a hash index. The tree is a treap whose nodes live in
+//!   one arena (`u32` links, each node counting the nodes below it), so a rank, the member at a rank, and the start
+//!   of a score or lexicographic range are all O(log n) (Redis gets the same from its skiplist's spans). The index
+//!   is a hash table of node numbers keyed by member, so each member is stored once. A node keeps its number for as
+//!   long as its member is in the set (a freed node goes on a free list and is reused), which is what ZSCAN's cursor
+//!   walks: a member present for a whole scan is returned.
+//!
+//! A treap's shape depends on node priorities; here a node's priority is a hash of its number, so no random state
+//! is kept and the expected depth is O(log n) whatever the insertion order (members never choose their numbers).
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 
-use indexmap::IndexMap;
+use hashbrown::HashTable;
 
 use super::CompactBytes;
 
@@ -38,6 +44,11 @@ impl Ord for Score {
     }
 }
 
+/// The set's order: by score, ties by member bytes.
+fn order(s1: f64, m1: &[u8], s2: f64, m2: &[u8]) -> Ordering {
+    Score(s1).cmp(&Score(s2)).then_with(|| m1.cmp(m2))
+}
+
 /// When a small sorted set stops being reported as `listpack` (`zset-max-listpack-entries`, `-value`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -51,11 +62,328 @@ impl Default for Limits {
     }
 }
 
-#[derive(Debug, Clone, Default)]
+// ----- the order-statistic treap -----
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Node {
+    score: f64,
+    member: CompactBytes,
+    left: u32,
+    right: u32,
+    /// Nodes in this subtree, this one included; 0 marks a free node (whose `left` links the free list).
+    size: u32,
+}
+
+/// The node's heap priority: a fixed hash of its number (splitmix64's finaliser).
+fn priority(id: u32) -> u64 {
+    let mut x = (id as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn hasher() -> &'static ahash::RandomState {
+    static H: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
+    H.get_or_init(ahash::RandomState::new)
+}
+
+fn hash_of(b: &[u8]) -> u64 {
+    hasher().hash_one(b)
+}
+
+#[derive(Debug, Clone)]
+struct Tree {
+    nodes: Vec<Node>,
+    root: u32,
+    free: u32,
+    len: usize,
+    /// member -> node number.
+    index: HashTable<u32>,
+}
+
+impl Tree {
+    fn new() -> Self {
+        Tree { nodes: Vec::new(), root: NIL, free: NIL, len: 0, index: HashTable::new() }
+    }
+
+    fn size(&self, t: u32) -> usize {
+        if t == NIL { 0 } else { self.nodes[t as usize].size as usize }
+    }
+
+    fn update(&mut self, t: u32) {
+        let n = &self.nodes[t as usize];
+        let s = 1 + self.size(n.left) + self.size(n.right);
+        self.nodes[t as usize].size = s as u32;
+    }
+
+    fn find(&self, member: &[u8]) -> Option<u32> {
+        let nodes = &self.nodes;
+        self.index.find(hash_of(member), |&i| &*nodes[i as usize].member == member).copied()
+    }
+
+    /// How node `a` orders against node `b` (by number: no member is copied to compare).
+    fn cmp_ids(&self, a: u32, b: u32) -> Ordering {
+        let (x, y) = (&self.nodes[a as usize], &self.nodes[b as usize]);
+        order(x.score, &x.member, y.score, &y.member)
+    }
+
+    /// Splits subtree `t` into the nodes ordered before node `id` and the rest.
+    fn split(&mut self, t: u32, id: u32) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        if self.cmp_ids(id, t) == Ordering::Greater {
+            let (l, r) = self.split(self.nodes[t as usize].right, id);
+            self.nodes[t as usize].right = l;
+            self.update(t);
+            (t, r)
+        } else {
+            let (l, r) = self.split(self.nodes[t as usize].left, id);
+            self.nodes[t as usize].left = r;
+            self.update(t);
+            (l, t)
+        }
+    }
+
+    /// Joins two subtrees, every node of `a` ordered before every node of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if priority(a) > priority(b) {
+            let r = self.merge(self.nodes[a as usize].right, b);
+            self.nodes[a as usize].right = r;
+            self.update(a);
+            a
+        } else {
+            let l = self.merge(a, self.nodes[b as usize].left);
+            self.nodes[b as usize].left = l;
+            self.update(b);
+            b
+        }
+    }
+
+    /// Links the detached node `id` into subtree `t`; returns the new subtree root.
+    fn link(&mut self, t: u32, id: u32) -> u32 {
+        if t == NIL {
+            return id;
+        }
+        if priority(id) > priority(t) {
+            let (l, r) = self.split(t, id);
+            let n = &mut self.nodes[id as usize];
+            n.left = l;
+            n.right = r;
+            self.update(id);
+            return id;
+        }
+        if self.cmp_ids(id, t) == Ordering::Less {
+            let l = self.link(self.nodes[t as usize].left, id);
+            self.nodes[t as usize].left = l;
+        } else {
+            let r = self.link(self.nodes[t as usize].right, id);
+            self.nodes[t as usize].right = r;
+        }
+        self.update(t);
+        t
+    }
+
+    /// Takes node `id` (at its current key) out of subtree `t`.
+    fn unlink(&mut self, t: u32, id: u32) -> u32 {
+        debug_assert!(t != NIL, "the node is in the tree");
+        if t == id {
+            let n = &self.nodes[t as usize];
+            return self.merge(n.left, n.right);
+        }
+        if self.cmp_ids(id, t) == Ordering::Less {
+            let l = self.unlink(self.nodes[t as usize].left, id);
+            self.nodes[t as usize].left = l;
+        } else {
+            let r = self.unlink(self.nodes[t as usize].right, id);
+            self.nodes[t as usize].right = r;
+        }
+        self.update(t);
+        t
+    }
+
+    fn attach(&mut self, id: u32) {
+        let n = &mut self.nodes[id as usize];
+        n.left = NIL;
+        n.right = NIL;
+        n.size = 1;
+        self.root = self.link(self.root, id);
+    }
+
+    fn detach(&mut self, id: u32) {
+        self.root = self.unlink(self.root, id);
+    }
+
+    /// Adds a member not in the set.
+    fn insert_new(&mut self, member: &[u8], score: f64) {
+        let node = Node { score, member: CompactBytes::new(member), left: NIL, right: NIL, size: 1 };
+        let id = if self.free != NIL {
+            let id = self.free;
+            self.free = self.nodes[id as usize].left;
+            self.nodes[id as usize] = node;
+            id
+        } else {
+            let id = u32::try_from(self.nodes.len()).ok().filter(|&i| i != NIL).expect("a sorted set holds fewer than 2^32 - 1 members");
+            self.nodes.push(node);
+            id
+        };
+        let nodes = &self.nodes;
+        self.index.insert_unique(hash_of(member), id, |&j| hash_of(&nodes[j as usize].member));
+        self.attach(id);
+        self.len += 1;
+    }
+
+    fn set_score(&mut self, id: u32, score: f64) {
+        self.detach(id);
+        self.nodes[id as usize].score = score;
+        self.attach(id);
+    }
+
+    fn remove_node(&mut self, id: u32) -> (CompactBytes, f64) {
+        self.detach(id);
+        let nodes = &self.nodes;
+        let member_hash = hash_of(&nodes[id as usize].member);
+        self.index.find_entry(member_hash, |&j| j == id).expect("every node is indexed").remove();
+        let n = &mut self.nodes[id as usize];
+        let member = std::mem::replace(&mut n.member, CompactBytes::new(b""));
+        let score = n.score;
+        n.size = 0;
+        n.left = self.free;
+        self.free = id;
+        self.len -= 1;
+        (member, score)
+    }
+
+    /// How many nodes come before the first one for which `before` is false (`before` must be true for a prefix
+    /// of the order and false after it).
+    fn count_before(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+        let (mut t, mut r) = (self.root, 0);
+        while t != NIL {
+            let n = &self.nodes[t as usize];
+            if before(n.score, &n.member) {
+                r += self.size(n.left) + 1;
+                t = n.right;
+            } else {
+                t = n.left;
+            }
+        }
+        r
+    }
+
+    /// The node at 0-based rank `k` (< len), with the path to it as an in-order cursor: the ancestors still to be
+    /// visited after it (forward) or before it (backward).
+    fn cursor(&self, mut k: usize, forward: bool) -> Vec<u32> {
+        let mut stack = Vec::with_capacity(48);
+        let mut t = self.root;
+        while t != NIL {
+            let n = &self.nodes[t as usize];
+            let ls = self.size(n.left);
+            match k.cmp(&ls) {
+                Ordering::Less => {
+                    if forward {
+                        stack.push(t);
+                    }
+                    t = n.left;
+                }
+                Ordering::Equal => {
+                    stack.push(t);
+                    break;
+                }
+                Ordering::Greater => {
+                    if !forward {
+                        stack.push(t);
+                    }
+                    k -= ls + 1;
+                    t = n.right;
+                }
+            }
+        }
+        stack
+    }
+
+    fn select(&self, mut k: usize) -> u32 {
+        let mut t = self.root;
+        loop {
+            let n = &self.nodes[t as usize];
+            let ls = self.size(n.left);
+            match k.cmp(&ls) {
+                Ordering::Less => t = n.left,
+                Ordering::Equal => return t,
+                Ordering::Greater => {
+                    k -= ls + 1;
+                    t = n.right;
+                }
+            }
+        }
+    }
+
+    fn heap_size(&self) -> usize {
+        self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.index.allocation_size()
+            + self.nodes.iter().filter(|n| n.size > 0).map(|n| n.member.heap_size()).sum::<usize>()
+    }
+}
+
+/// Members in order (or reverse order) from a starting rank.
+pub struct Iter<'a> {
+    repr: IterRepr<'a>,
+}
+
+enum IterRepr<'a> {
+    Small(std::slice::Iter<'a, (f64, CompactBytes)>, bool),
+    Tree { tree: &'a Tree, stack: Vec<u32>, forward: bool },
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], f64);
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.repr {
+            IterRepr::Small(it, forward) => {
+                let e = if *forward { it.next() } else { it.next_back() };
+                e.map(|(s, m)| (m.as_slice(), *s))
+            }
+            IterRepr::Tree { tree, stack, forward } => {
+                let tree: &'a Tree = tree;
+                let id = stack.pop()?;
+                let n = &tree.nodes[id as usize];
+                let mut t = if *forward { n.right } else { n.left };
+                while t != NIL {
+                    stack.push(t);
+                    let c = &tree.nodes[t as usize];
+                    t = if *forward { c.left } else { c.right };
+                }
+                Some((n.member.as_slice(), n.score))
+            }
+        }
+    }
+}
+
+// ----- the value -----
+
+#[derive(Debug, Clone)]
+enum Repr {
+    /// (score, member) in order, exactly as many slots as members.
+    Small(Vec<(f64, CompactBytes)>),
+    Big(Box<Tree>),
+}
+
+#[derive(Debug, Clone)]
 pub struct ZSetValue {
-    map: IndexMap<CompactBytes, f64, ahash::RandomState>,
-    tree: BTreeSet<(Score, CompactBytes)>,
-    big: bool,
+    repr: Repr,
+}
+
+impl Default for ZSetValue {
+    fn default() -> Self {
+        ZSetValue { repr: Repr::Small(Vec::new()) }
+    }
 }
 
 impl ZSetValue {
@@ -63,114 +391,357 @@ impl ZSetValue {
         Self::default()
     }
     pub fn len(&self) -> usize {
-        self.map.len()
+        match &self.repr {
+            Repr::Small(v) => v.len(),
+            Repr::Big(t) => t.len,
+        }
     }
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
+    }
+    fn small_position(v: &[(f64, CompactBytes)], member: &[u8]) -> Option<usize> {
+        v.iter().position(|(_, m)| &**m == member)
     }
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        self.map.get(member).copied()
+        match &self.repr {
+            Repr::Small(v) => Self::small_position(v, member).map(|i| v[i].0),
+            Repr::Big(t) => t.find(member).map(|id| t.nodes[id as usize].score),
+        }
     }
     pub fn encoding(&self) -> &'static str {
-        if self.big { "skiplist" } else { "listpack" }
+        match self.repr {
+            Repr::Small(_) => "listpack",
+            Repr::Big(_) => "skiplist",
+        }
     }
-    /// Reports the encoding the limits call for now (a copy or a reload starts small again).
+
+    fn fits(limits: &Limits, len: usize, longest: usize) -> bool {
+        len <= limits.max_entries && longest <= limits.max_value
+    }
+
+    /// Takes the layout the limits call for now (a copy or a reload starts small again).
     pub fn refit(&mut self, limits: &Limits) {
-        self.big = self.map.len() > limits.max_entries || self.map.keys().any(|m| m.len() > limits.max_value);
+        let longest = self.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
+        let small = Self::fits(limits, self.len(), longest);
+        match (&self.repr, small) {
+            (Repr::Big(t), true) => {
+                let mut v: Vec<(f64, CompactBytes)> = Vec::with_capacity(t.len);
+                v.extend(self.iter().map(|(m, s)| (s, CompactBytes::new(m))));
+                self.repr = Repr::Small(v);
+            }
+            (Repr::Small(_), false) => self.grow(),
+            _ => {}
+        }
+    }
+
+    /// Moves a small set into the tree layout.
+    fn grow(&mut self) {
+        if let Repr::Small(v) = &mut self.repr {
+            let mut t = Tree::new();
+            t.nodes.reserve(v.len() + 1);
+            for (s, m) in std::mem::take(v) {
+                t.insert_new(&m, s);
+            }
+            self.repr = Repr::Big(Box::new(t));
+        }
     }
 
     /// Sets `member`'s score; returns the old one.
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
         let score = if score == 0.0 { 0.0 } else { score };
-        if let Some(old) = self.map.get_mut(member) {
-            let prev = *old;
-            if prev != score || prev.to_bits() != score.to_bits() {
-                *old = score;
-                let key = CompactBytes::new(member);
-                self.tree.remove(&(Score(prev), key.clone()));
-                self.tree.insert((Score(score), key));
+        if let Repr::Small(v) = &mut self.repr {
+            if let Some(i) = Self::small_position(v, member) {
+                let prev = v[i].0;
+                if prev.to_bits() != score.to_bits() {
+                    let e = v.remove(i);
+                    let at = v.partition_point(|(s, m)| order(*s, m, score, member) == Ordering::Less);
+                    v.insert(at, (score, e.1));
+                }
+                return Some(prev);
+            }
+            if v.len() < limits.max_entries && member.len() <= limits.max_value {
+                let at = v.partition_point(|(s, m)| order(*s, m, score, member) == Ordering::Less);
+                // Exact size, as a listpack: small sets are many, and their spare room would add up.
+                v.reserve_exact(1);
+                v.insert(at, (score, CompactBytes::new(member)));
+                return None;
+            }
+            self.grow();
+        }
+        let Repr::Big(t) = &mut self.repr else { unreachable!("grown above") };
+        if let Some(id) = t.find(member) {
+            let prev = t.nodes[id as usize].score;
+            if prev.to_bits() != score.to_bits() {
+                t.set_score(id, score);
             }
             return Some(prev);
         }
-        let key = CompactBytes::new(member);
-        self.map.insert(key.clone(), score);
-        self.tree.insert((Score(score), key));
-        if !self.big && (self.map.len() > limits.max_entries || member.len() > limits.max_value) {
-            self.big = true;
-        }
+        t.insert_new(member, score);
         None
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (key, score) = self.map.swap_remove_entry(member)?;
-        self.tree.remove(&(Score(score), key));
-        Some(score)
+        match &mut self.repr {
+            Repr::Small(v) => {
+                let i = Self::small_position(v, member)?;
+                let (s, _) = v.remove(i);
+                v.shrink_to_fit();
+                Some(s)
+            }
+            Repr::Big(t) => {
+                let id = t.find(member)?;
+                Some(t.remove_node(id).1)
+            }
+        }
     }
 
     /// 0-based rank from the lowest score.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
         let score = self.score(member)?;
-        Some(self.tree.range(..(Score(score), CompactBytes::new(member))).count())
+        Some(self.count_before(|s, m| order(s, m, score, member) == Ordering::Less))
+    }
+
+    /// How many members come before the first one for which `before(score, member)` is false; `before` must hold
+    /// for a prefix of the order only (e.g. "score below x"). O(log n).
+    pub fn count_before(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
+        match &self.repr {
+            Repr::Small(v) => v.partition_point(|(s, m)| before(*s, m)),
+            Repr::Big(t) => t.count_before(before),
+        }
+    }
+
+    /// Members in order from rank `start` on (O(log n) to start, then O(1) per member on average).
+    pub fn iter_from(&self, start: usize) -> Iter<'_> {
+        let repr = match &self.repr {
+            Repr::Small(v) => IterRepr::Small(v[start.min(v.len())..].iter(), true),
+            Repr::Big(t) => IterRepr::Tree { tree: t, stack: if start < t.len { t.cursor(start, true) } else { Vec::new() }, forward: true },
+        };
+        Iter { repr }
+    }
+
+    /// Members in reverse order from rank `start` (counted from the lowest score) down to rank 0.
+    pub fn iter_down_from(&self, start: usize) -> Iter<'_> {
+        let repr = match &self.repr {
+            Repr::Small(v) => IterRepr::Small(v[..start.saturating_add(1).min(v.len())].iter(), false),
+            Repr::Big(t) => {
+                let start = start.min(t.len.wrapping_sub(1));
+                IterRepr::Tree { tree: t, stack: if t.len > 0 { t.cursor(start, false) } else { Vec::new() }, forward: false }
+            }
+        };
+        Iter { repr }
     }
 
     /// In score order (ties by member).
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&[u8], f64)> {
-        self.tree.iter().map(|(s, m)| (m.as_slice(), s.0))
+    pub fn iter(&self) -> Iter<'_> {
+        self.iter_from(0)
     }
 
-    /// From the first member with score >= `min` on, in order.
-    pub fn iter_from_score(&self, min: f64) -> impl Iterator<Item = (&[u8], f64)> {
-        self.tree.range((Score(min), CompactBytes::new(b""))..).map(|(s, m)| (m.as_slice(), s.0))
-    }
-
-    /// Down from the last member with score <= `max`.
-    pub fn iter_rev_from_score(&self, max: f64) -> impl Iterator<Item = (&[u8], f64)> {
-        // Every member with score <= max sorts before (next score above max, ""); walk backwards from there.
-        self.tree.iter().rev().skip_while(move |(s, _)| s.0 > max).map(|(s, m)| (m.as_slice(), s.0))
-    }
-
-    /// The i-th member in insertion order (random picks, ZSCAN).
+    /// The member at rank `i` in score order (random picks). O(log n).
     pub fn nth(&self, i: usize) -> Option<(&[u8], f64)> {
-        self.map.get_index(i).map(|(k, v)| (k.as_slice(), *v))
+        match &self.repr {
+            Repr::Small(v) => v.get(i).map(|(s, m)| (m.as_slice(), *s)),
+            Repr::Big(t) if i < t.len => {
+                let n = &t.nodes[t.select(i) as usize];
+                Some((n.member.as_slice(), n.score))
+            }
+            Repr::Big(_) => None,
+        }
+    }
+
+    /// Positions ZSCAN's cursor walks: in the tree layout node numbers (stable while a member stays), some free.
+    pub fn slots(&self) -> usize {
+        match &self.repr {
+            Repr::Small(v) => v.len(),
+            Repr::Big(t) => t.nodes.len(),
+        }
+    }
+
+    /// The member at scan position `i`, if one is there.
+    pub fn slot(&self, i: usize) -> Option<(&[u8], f64)> {
+        match &self.repr {
+            Repr::Small(v) => v.get(i).map(|(s, m)| (m.as_slice(), *s)),
+            Repr::Big(t) => t.nodes.get(i).filter(|n| n.size > 0).map(|n| (n.member.as_slice(), n.score)),
+        }
+    }
+
+    fn pop_at(&mut self, last: bool) -> Option<(CompactBytes, f64)> {
+        match &mut self.repr {
+            Repr::Small(v) => {
+                if v.is_empty() {
+                    return None;
+                }
+                let (s, m) = if last { v.pop().expect("not empty") } else { v.remove(0) };
+                v.shrink_to_fit();
+                Some((m, s))
+            }
+            Repr::Big(t) => {
+                if t.len == 0 {
+                    return None;
+                }
+                let id = t.select(if last { t.len - 1 } else { 0 });
+                Some(t.remove_node(id))
+            }
+        }
     }
 
     pub fn pop_first(&mut self) -> Option<(CompactBytes, f64)> {
-        let (s, m) = self.tree.pop_first()?;
-        self.map.swap_remove(m.as_slice());
-        Some((m, s.0))
+        self.pop_at(false)
     }
     pub fn pop_last(&mut self) -> Option<(CompactBytes, f64)> {
-        let (s, m) = self.tree.pop_last()?;
-        self.map.swap_remove(m.as_slice());
-        Some((m, s.0))
+        self.pop_at(true)
     }
 
     /// Bytes held, roughly (MEMORY USAGE).
     pub fn heap_size(&self) -> usize {
-        self.map.keys().map(|k| k.heap_size() * 2 + 64).sum()
+        std::mem::size_of::<Self>()
+            + match &self.repr {
+                Repr::Small(v) => v.capacity() * std::mem::size_of::<(f64, CompactBytes)>() + v.iter().map(|(_, m)| m.heap_size()).sum::<usize>(),
+                Repr::Big(t) => std::mem::size_of::<Tree>() + t.heap_size(),
+            }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn order_rank_and_update() {
+        for limits in [Limits::default(), Limits { max_entries: 0, max_value: 0 }] {
+            let l = &limits;
+            let mut z = ZSetValue::new();
+            assert_eq!(z.insert(b"b", 2.0, l), None);
+            assert_eq!(z.insert(b"a", 2.0, l), None);
+            assert_eq!(z.insert(b"c", 1.0, l), None);
+            let order: Vec<&[u8]> = z.iter().map(|(m, _)| m).collect();
+            assert_eq!(order, vec![&b"c"[..], b"a", b"b"]);
+            assert_eq!(z.rank(b"b"), Some(2));
+            assert_eq!(z.insert(b"c", 3.0, l), Some(1.0));
+            assert_eq!(z.rank(b"c"), Some(2));
+            assert_eq!(z.count_before(|s, _| s < 2.5), 2);
+            assert_eq!(z.iter_down_from(1).count(), 2);
+            assert_eq!(z.remove(b"a"), Some(2.0));
+            assert_eq!(z.len(), 2);
+            assert_eq!(z.pop_first().map(|(m, _)| m.to_vec()), Some(b"b".to_vec()));
+        }
+    }
+
+    #[test]
+    fn encoding_switches_once_and_refits() {
+        let l = Limits { max_entries: 2, max_value: 4 };
+        let mut z = ZSetValue::new();
+        z.insert(b"a", 1.0, &l);
+        z.insert(b"b", 1.0, &l);
+        assert_eq!(z.encoding(), "listpack");
+        z.insert(b"c", 1.0, &l);
+        assert_eq!(z.encoding(), "skiplist");
+        z.remove(b"c");
+        assert_eq!(z.encoding(), "skiplist", "one-way, as Redis");
+        z.refit(&l);
+        assert_eq!(z.encoding(), "listpack");
+        z.insert(b"longer", 1.0, &l);
+        assert_eq!(z.encoding(), "skiplist");
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u8, i8),
+        Remove(u8),
+        PopFirst,
+        PopLast,
+        Refit,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            6 => (0u8..60, -5i8..5).prop_map(|(m, s)| Op::Insert(m, s)),
+            2 => (0u8..60).prop_map(Op::Remove),
+            1 => Just(Op::PopFirst),
+            1 => Just(Op::PopLast),
+            1 => Just(Op::Refit),
+        ]
+    }
+
+    fn name(m: u8) -> Vec<u8> {
+        // Some members longer than the inline size, so heap-held members are moved and freed too.
+        if m % 7 == 0 { format!("a-long-member-name-{m:03}").into_bytes() } else { format!("m{m:02}").into_bytes() }
+    }
+
+    proptest! {
+        // Against a model (a sorted vector of (score, member)): every operation's answer, then the order, every
+        // rank, every member at a rank, range starts, and both iteration directions from every start, in both
+        // layouts (limits that keep the set small, and limits that switch it to the tree at once or midway).
+        #[test]
+        fn behaves_like_a_sorted_vector(ops in proptest::collection::vec(op(), 1..160), max_entries in prop_oneof![Just(0usize), Just(8), Just(128)]) {
+            let limits = Limits { max_entries, max_value: 64 };
+            let mut z = ZSetValue::new();
+            let mut model: Vec<(f64, Vec<u8>)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Insert(m, s) => {
+                        let (m, s) = (name(m), s as f64 / 2.0);
+                        let prev = model.iter().position(|(_, x)| *x == m).map(|i| model.remove(i).0);
+                        model.push((s, m.clone()));
+                        prop_assert_eq!(z.insert(&m, s, &limits), prev);
+                    }
+                    Op::Remove(m) => {
+                        let m = name(m);
+                        let prev = model.iter().position(|(_, x)| *x == m).map(|i| model.remove(i).0);
+                        prop_assert_eq!(z.remove(&m), prev);
+                    }
+                    Op::PopFirst | Op::PopLast => {
+                        model.sort_by(|a, b| order(a.0, &a.1, b.0, &b.1));
+                        let want = if matches!(op, Op::PopFirst) { (!model.is_empty()).then(|| model.remove(0)) } else { model.pop() };
+                        let got = if matches!(op, Op::PopFirst) { z.pop_first() } else { z.pop_last() };
+                        prop_assert_eq!(got.map(|(m, s)| (s, m.to_vec())), want);
+                    }
+                    Op::Refit => z.refit(&limits),
+                }
+                model.sort_by(|a, b| order(a.0, &a.1, b.0, &b.1));
+                prop_assert_eq!(z.len(), model.len());
+            }
+            let all: Vec<(f64, Vec<u8>)> = z.iter().map(|(m, s)| (s, m.to_vec())).collect();
+            prop_assert_eq!(&all, &model);
+            for (r, (s, m)) in model.iter().enumerate() {
+                prop_assert_eq!(z.rank(m), Some(r));
+                prop_assert_eq!(z.score(m), Some(*s));
+                prop_assert_eq!(z.nth(r).map(|(m, s)| (s, m.to_vec())), Some((*s, m.clone())));
+                let fwd: Vec<(f64, Vec<u8>)> = z.iter_from(r).map(|(m, s)| (s, m.to_vec())).collect();
+                prop_assert_eq!(&fwd[..], &model[r..]);
+                let back: Vec<(f64, Vec<u8>)> = z.iter_down_from(r).map(|(m, s)| (s, m.to_vec())).collect();
+                let mut want = model[..=r].to_vec();
+                want.reverse();
+                prop_assert_eq!(back, want);
+            }
+            prop_assert_eq!(z.nth(model.len()), None);
+            prop_assert_eq!(z.iter_from(model.len()).count(), 0);
+            for bound in -6..6 {
+                let b = bound as f64 / 2.0;
+                prop_assert_eq!(z.count_before(|s, _| s < b), model.iter().filter(|(s, _)| *s < b).count());
+                prop_assert_eq!(z.count_before(|s, _| s <= b), model.iter().filter(|(s, _)| *s <= b).count());
+            }
+            // ZSCAN's positions hold every member exactly once.
+            let mut scanned: Vec<(f64, Vec<u8>)> = (0..z.slots()).filter_map(|i| z.slot(i)).map(|(m, s)| (s, m.to_vec())).collect();
+            scanned.sort_by(|a, b| order(a.0, &a.1, b.0, &b.1));
+            prop_assert_eq!(scanned, model);
+        }
+    }
+
+    #[test]
+    fn ranks_of_a_large_set_are_logarithmic_in_depth() {
         let l = Limits::default();
         let mut z = ZSetValue::new();
-        assert_eq!(z.insert(b"b", 2.0, &l), None);
-        assert_eq!(z.insert(b"a", 2.0, &l), None);
-        assert_eq!(z.insert(b"c", 1.0, &l), None);
-        let order: Vec<&[u8]> = z.iter().map(|(m, _)| m).collect();
-        assert_eq!(order, vec![&b"c"[..], b"a", b"b"]);
-        assert_eq!(z.rank(b"b"), Some(2));
-        assert_eq!(z.insert(b"c", 3.0, &l), Some(1.0));
-        assert_eq!(z.rank(b"c"), Some(2));
-        assert_eq!(z.iter_from_score(2.5).count(), 1);
-        assert_eq!(z.iter_rev_from_score(2.0).count(), 2);
-        assert_eq!(z.remove(b"a"), Some(2.0));
-        assert_eq!(z.len(), 2);
-        assert_eq!(z.pop_first().map(|(m, _)| m.to_vec()), Some(b"b".to_vec()));
+        for i in 0..100_000u32 {
+            z.insert(format!("m{i}").as_bytes(), i as f64, &l);
+        }
+        assert_eq!(z.rank(b"m99999"), Some(99_999));
+        assert_eq!(z.nth(54_321).map(|(m, _)| m.to_vec()), Some(b"m54321".to_vec()));
+        let Repr::Big(t) = &z.repr else { panic!("large set in the tree layout") };
+        fn depth(t: &Tree, n: u32) -> usize {
+            if n == NIL { 0 } else { 1 + depth(t, t.nodes[n as usize].left).max(depth(t, t.nodes[n as usize].right)) }
+        }
+        // A balanced treap of 100k nodes is about 40 deep; a degenerate one would be 100k.
+        assert!(depth(t, t.root) < 100, "depth {}", depth(t, t.root));
     }
 }
