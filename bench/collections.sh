@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Lists, sets and sorted sets (issue 33), ruvio against Debian's redis-server in the same run:
+#
+# 1. Memory: each server is started fresh, its RSS read, a data set loaded with redis-cli --pipe, its RSS read
+#    again; (after - before) / elements. Six data sets:
+#      list-1M / set-1M / zset-1M: one key of 1,000,000 elements ("value:%06d"; sorted sets "member:%06d" with
+#                                  score i)
+#      lists-100k / sets-100k / zsets-100k: 100,000 keys of 10 elements each (1,000,000 elements)
+#    Both with each type's redis.conf limits (list-max-listpack-size -2, set-max-intset-entries 512,
+#    zset-max-listpack-entries 128 / -value 64), persistence off.
+# 2. Throughput with redis-benchmark -t T -P 16 -c 50 -n N -r 100000 for T in lpush rpush lpop rpop sadd spop zadd
+#    zpopmin lrange_100 (one invocation per test, in that order, so the pops take what the pushes left), best of
+#    ROUNDS rounds alternating between the servers, with each server's CPU time per request (user + system from
+#    /proc/PID/stat around the invocation, median over the rounds; lrange_100's invocation includes the LPUSH that
+#    redis-benchmark runs first to fill the list, so its CPU figure is over both).
+# 3. The sorted-set rate limiter: MULTI; ZADD; ZREMRANGEBYSCORE; ZCARD; EXEC per check, 50 clients, 1000 users,
+#    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check, best of ROUNDS.
+#
+# Usage: bench/collections.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli, python3, bc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-400000}
+ROUNDS=${ROUNDS:-3}
+SECONDS_RL=${SECONDS_RL:-10}
+CLIENTS=50
+RUVIO=${RUVIO_BIN:-target/release/ruvio}
+RL_DRIVER=${RL_DRIVER:-target/release/examples/rate_limiter}
+RUVIO_PORT=7431
+REDIS_PORT=7432
+FLAGS=(--appendonly no)
+# Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
+. "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
+[ -x "$RUVIO" ] || cargo build --release -p ruvio
+[ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
+. bench/lib.sh
+bench_init
+
+rss() { ps -o rss= -p "$1" | tr -d ' '; }
+
+echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}' | cut -d= -f2); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# ---- memory ------------------------------------------------------------------------------------------------------
+python3 - "$BENCH_WORK" <<'PY'
+import sys
+work = sys.argv[1]
+def cmd(args):
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    return out
+def big(name, make):
+    with open(f"{work}/{name}.txt", "wb") as f:
+        for chunk in range(1000):
+            f.write(cmd(make(range(chunk * 1000, chunk * 1000 + 1000))))
+def small(name, make):
+    with open(f"{work}/{name}.txt", "wb") as f:
+        for k in range(100_000):
+            f.write(cmd(make(k, range(10))))
+big("list-1M", lambda r: [b"RPUSH", b"biglist"] + [b"value:%06d" % i for i in r])
+big("set-1M", lambda r: [b"SADD", b"bigset"] + [b"value:%06d" % i for i in r])
+big("zset-1M", lambda r: [b"ZADD", b"bigzset"] + [x for i in r for x in (b"%d" % i, b"member:%06d" % i)])
+small("lists-100k", lambda k, r: [b"RPUSH", b"list:%06d" % k] + [b"value:%05d" % ((k * 10 + i) % 100_000) for i in r])
+small("sets-100k", lambda k, r: [b"SADD", b"set:%06d" % k] + [b"value:%05d" % ((k * 10 + i) % 100_000) for i in r])
+small("zsets-100k", lambda k, r: [b"ZADD", b"zset:%06d" % k] + [x for i in r for x in (b"%d" % i, b"member:%d" % i)])
+PY
+
+printf '\n%-11s %9s %14s %14s %8s %22s\n' dataset elements ruvio_B_elem redis_B_elem ratio encoding_ruvio/redis
+for set in list-1M set-1M zset-1M lists-100k sets-100k zsets-100k; do
+  start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
+  sleep 0.5
+  r0=$(rss "$RUVIO_PID"); d0=$(rss "$REDIS_PID")
+  for p in $RUVIO_PORT $REDIS_PORT; do redis-cli -p $p --pipe <"$BENCH_WORK/$set.txt" >/dev/null; done
+  sleep 0.5
+  r1=$(rss "$RUVIO_PID"); d1=$(rss "$REDIS_PID")
+  case $set in
+    list-1M) key=biglist ;; set-1M) key=bigset ;; zset-1M) key=bigzset ;;
+    lists-100k) key=list:000001 ;; sets-100k) key=set:000001 ;; zsets-100k) key=zset:000001 ;;
+  esac
+  for p in $RUVIO_PORT $REDIS_PORT; do
+    [ "$(redis-cli -p $p dbsize)" -gt 0 ] || { echo "load failed on port $p" >&2; exit 1; }
+  done
+  enc="$(redis-cli -p $RUVIO_PORT object encoding $key)/$(redis-cli -p $REDIS_PORT object encoding $key)"
+  a=$(echo "($r1 - $r0) * 1024 / 1000000" | bc -l); b=$(echo "($d1 - $d0) * 1024 / 1000000" | bc -l)
+  printf '%-11s %9s %14.1f %14.1f %8.2f %22s\n' $set 1000000 "$a" "$b" "$(echo "$a / $b" | bc -l)" "$enc"
+  stop_servers
+done
+
+# ---- throughput ------------------------------------------------------------------------------------------------------
+TESTS=(lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100)
+bench() { # port pid -> CSV lines "test,rps,server-cpu-us-per-request"
+  local port=$1 pid=$2 t before after rows
+  for t in "${TESTS[@]}"; do
+    before=$(cpu_ticks "$pid")
+    redis-benchmark -p "$port" -n "$N" -c $CLIENTS -P 16 -r 100000 --csv -t "$t" 2>/dev/null >"$BENCH_WORK/one.csv"
+    after=$(cpu_ticks "$pid")
+    rows=$(($(wc -l <"$BENCH_WORK/one.csv") - 1))
+    # The last row is the test itself (lrange_100's first row is the LPUSH that fills the list).
+    echo "$t,$(tail -1 "$BENCH_WORK/one.csv" | awk -F, '{gsub(/"/,""); print $2}'),$(us_per_op "$before" "$after" $((N * rows)))"
+  done
+}
+
+start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
+echo
+echo "redis-benchmark: -n $N -c $CLIENTS -P 16 -r 100000, best of $ROUNDS rounds (server CPU: median); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-11s %14s %14s %8s %12s %12s %9s\n' test ruvio_rps redis_rps ratio ruvio_cpu_us redis_cpu_us cpu_ratio
+: >"$BENCH_WORK/ruvio.csv"; : >"$BENCH_WORK/redis.csv"
+for _ in $(seq "$ROUNDS"); do
+  bench $RUVIO_PORT "$RUVIO_PID" >>"$BENCH_WORK/ruvio.csv"
+  bench $REDIS_PORT "$REDIS_PID" >>"$BENCH_WORK/redis.csv"
+done
+best() { awk -F, -v t="$2" '$1==t && $2>m {m=$2} END {print m}' "$1"; }
+cpu() { awk -F, -v t="$2" '$1==t {print $3}' "$1" | median; }
+for t in "${TESTS[@]}"; do
+  a=$(best "$BENCH_WORK/ruvio.csv" "$t"); b=$(best "$BENCH_WORK/redis.csv" "$t")
+  ca=$(cpu "$BENCH_WORK/ruvio.csv" "$t"); cb=$(cpu "$BENCH_WORK/redis.csv" "$t")
+  printf '%-11s %14.0f %14.0f %8.2f %12.2f %12.2f %9.2f\n' "$t" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
+done
+stop_servers
+
+# ---- rate limiter ------------------------------------------------------------------------------------------------------
+start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
+echo
+echo "rate limiter: MULTI ZADD ZREMRANGEBYSCORE ZCARD EXEC, $CLIENTS clients, 1000 users, ${SECONDS_RL}s, best of $ROUNDS; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+rl() { # port pid -> "checks_per_sec,cpu_us_per_check"
+  local before after out checks
+  before=$(cpu_ticks "$2")
+  out=$("$RL_DRIVER" --port "$1" --clients $CLIENTS --users 1000 --seconds "$SECONDS_RL")
+  after=$(cpu_ticks "$2")
+  checks=$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks" {print $2}')
+  echo "$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks_per_sec" {print $2}'),$(us_per_op "$before" "$after" "$checks")"
+}
+: >"$BENCH_WORK/rl-ruvio.csv"; : >"$BENCH_WORK/rl-redis.csv"
+for _ in $(seq "$ROUNDS"); do
+  rl $RUVIO_PORT "$RUVIO_PID" >>"$BENCH_WORK/rl-ruvio.csv"
+  rl $REDIS_PORT "$REDIS_PID" >>"$BENCH_WORK/rl-redis.csv"
+done
+a=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-ruvio.csv"); b=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-redis.csv")
+ca=$(cut -d, -f2 "$BENCH_WORK/rl-ruvio.csv" | median); cb=$(cut -d, -f2 "$BENCH_WORK/rl-redis.csv" | median)
+printf '%-11s %14s %14s %8s %12s %12s\n' test ruvio_cps redis_cps ratio ruvio_cpu_us redis_cpu_us
+printf '%-11s %14.0f %14.0f %8.2f %12.2f %12.2f\n' ratelimit "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
