@@ -74,6 +74,12 @@ fn push(ctx: &mut Ctx, right: bool, only_existing: bool) -> Value {
         Ok(_) => {}
     }
     let len = write_list(db, &args[1], now, |l| {
+        let adding = args.len() - 2;
+        if l.len() + adding <= EXACT_ROOM_UP_TO {
+            // Small lists are many (one per queue, per user): room for exactly what they hold, as Redis's listpack,
+            // instead of doubling (10 elements took room for 16).
+            l.reserve_exact(adding);
+        }
         for e in &args[2..] {
             if right {
                 l.push_back(CompactBytes::new(e));
@@ -85,6 +91,9 @@ fn push(ctx: &mut Ctx, right: bool, only_existing: bool) -> Value {
     });
     Value::Integer(len as i64)
 }
+
+/// Up to this many elements a list grows by exactly what a push adds; beyond, by doubling (amortised O(1)).
+const EXACT_ROOM_UP_TO: usize = 128;
 
 fn lpush(ctx: &mut Ctx) -> Value {
     push(ctx, false, false)
@@ -177,7 +186,7 @@ fn lrange(ctx: &mut Ctx) -> Value {
         let Some(l) = l else { return Value::Array(vec![]) };
         match normalize_range(start, stop, l.len()) {
             None => Value::Array(vec![]),
-            Some((a, b)) => Value::Array(l.range(a..=b).map(|e| bulk(e)).collect()),
+            Some((a, b)) => super::bulk_array(l.range(a..=b).map(|e| e.as_slice())),
         }
     })
 }

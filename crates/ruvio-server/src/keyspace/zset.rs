@@ -11,7 +11,9 @@
 //!   of a score or lexicographic range are all O(log n) (Redis gets the same from its skiplist's spans). The index
 //!   is a hash table of node numbers keyed by member, so each member is stored once. A node keeps its number for as
 //!   long as its member is in the set (a freed node goes on a free list and is reused), which is what ZSCAN's cursor
-//!   walks: a member present for a whole scan is returned.
+//!   walks: a member present for a whole scan is returned, unless the set shrinks to a quarter of its arena
+//!   meanwhile (the arena is then rebuilt smaller, renumbering the nodes: memory is given back rather than kept for
+//!   a scan).
 //!
 //! A treap's shape depends on node priorities; here a node's priority is a hash of its number, so no random state
 //! is kept and the expected depth is O(log n) whatever the insertion order (members never choose their numbers).
@@ -210,6 +212,24 @@ impl Tree {
         t
     }
 
+    /// Takes the first (or last) node out of subtree `t` by following links only, without comparing members (the
+    /// ZPOPMIN/ZPOPMAX path); returns the new subtree root and the node taken.
+    fn unlink_end(&mut self, t: u32, last: bool) -> (u32, u32) {
+        let n = &self.nodes[t as usize];
+        let (inner, outer) = if last { (n.right, n.left) } else { (n.left, n.right) };
+        if inner == NIL {
+            return (outer, t);
+        }
+        let (sub, id) = self.unlink_end(inner, last);
+        if last {
+            self.nodes[t as usize].right = sub;
+        } else {
+            self.nodes[t as usize].left = sub;
+        }
+        self.update(t);
+        (t, id)
+    }
+
     fn attach(&mut self, id: u32) {
         let n = &mut self.nodes[id as usize];
         n.left = NIL;
@@ -249,6 +269,18 @@ impl Tree {
 
     fn remove_node(&mut self, id: u32) -> (CompactBytes, f64) {
         self.detach(id);
+        self.free_node(id)
+    }
+
+    /// The first or last node, taken out of the tree and freed.
+    fn pop_end(&mut self, last: bool) -> (CompactBytes, f64) {
+        let (root, id) = self.unlink_end(self.root, last);
+        self.root = root;
+        self.free_node(id)
+    }
+
+    /// Drops a detached node from the index and puts it on the free list.
+    fn free_node(&mut self, id: u32) -> (CompactBytes, f64) {
         let nodes = &self.nodes;
         let member_hash = hash_of(&nodes[id as usize].member);
         self.index.find_entry(member_hash, |&j| j == id).expect("every node is indexed").remove();
@@ -259,7 +291,20 @@ impl Tree {
         n.left = self.free;
         self.free = id;
         self.len -= 1;
+        if self.nodes.len() >= 64 && self.len * 4 < self.nodes.len() {
+            self.compact();
+        }
         (member, score)
+    }
+
+    /// Rebuilds the arena without its free nodes once three quarters are free, so a set that shrank gives its memory
+    /// back (amortised O(log n) per removal). Node numbers change: a ZSCAN running across this may miss members.
+    fn compact(&mut self) {
+        let old = std::mem::replace(self, Tree::new());
+        self.nodes.reserve_exact(old.len * 2);
+        for n in old.nodes.into_iter().filter(|n| n.size > 0) {
+            self.insert_new(&n.member, n.score);
+        }
     }
 
     /// How many nodes come before the first one for which `before` is false (`before` must be true for a prefix
@@ -578,8 +623,7 @@ impl ZSetValue {
                 if t.len == 0 {
                     return None;
                 }
-                let id = t.select(if last { t.len - 1 } else { 0 });
-                Some(t.remove_node(id))
+                Some(t.pop_end(last))
             }
         }
     }
@@ -726,6 +770,24 @@ mod tests {
             scanned.sort_by(|a, b| order(a.0, &a.1, b.0, &b.1));
             prop_assert_eq!(scanned, model);
         }
+    }
+
+    #[test]
+    fn a_set_that_shrinks_gives_its_arena_back() {
+        let l = Limits::default();
+        let mut z = ZSetValue::new();
+        for i in 0..1000u32 {
+            z.insert(format!("member-number-{i:04}").as_bytes(), (i % 10) as f64, &l);
+        }
+        assert_eq!(z.slots(), 1000);
+        for i in (0..1000u32).filter(|i| i % 10 != 3) {
+            assert_eq!(z.remove(format!("member-number-{i:04}").as_bytes()), Some((i % 10) as f64));
+        }
+        assert!(z.slots() <= 400, "arena of {} slots for {} members", z.slots(), z.len());
+        let want: Vec<Vec<u8>> = (0..100u32).map(|k| format!("member-number-{:04}", k * 10 + 3).into_bytes()).collect();
+        assert_eq!(z.iter().map(|(m, _)| m.to_vec()).collect::<Vec<_>>(), want);
+        assert_eq!(z.rank(b"member-number-0503"), Some(50));
+        assert_eq!((0..z.slots()).filter(|&i| z.slot(i).is_some()).count(), 100);
     }
 
     #[test]
