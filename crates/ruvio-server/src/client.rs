@@ -107,6 +107,8 @@ pub struct ClientInfo {
     pub durable: Mutex<DurablePending>,
     /// The ACL user this connection is logged in as (CLIENT LIST `user=`, CLIENT KILL USER, ACL DELUSER).
     pub user: Mutex<String>,
+    /// In MONITOR mode (CLIENT LIST flag `O`; no idle timeout).
+    pub monitor: AtomicBool,
 }
 
 impl ClientInfo {
@@ -135,6 +137,7 @@ impl ClientInfo {
             outbox: Outbox::default(),
             durable: Mutex::new(DurablePending::default()),
             user: Mutex::new("default".into()),
+            monitor: AtomicBool::new(false),
         }
     }
 
@@ -153,6 +156,9 @@ impl ClientInfo {
         let now = crate::clock::mono_ms();
         let idle = now.saturating_sub(self.last_active.load(Ordering::Relaxed)) / 1000;
         let mut flags = String::new();
+        if self.monitor.load(Ordering::Relaxed) {
+            flags.push('O');
+        }
         if self.in_multi.load(Ordering::Relaxed) {
             flags.push('x');
         }

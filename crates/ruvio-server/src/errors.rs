@@ -43,6 +43,7 @@ pub const ERR_NO_SUCH_CLIENT: &str = "ERR No such client";
 pub const ERR_UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 pub const ERR_CLIENT_UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
 pub const ERR_INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
+pub const ERR_MONITOR_DENY_BLOCKING: &str = "ERR MONITOR isn't allowed for DENY BLOCKING client";
 pub const ERR_NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 pub const ERR_NESTED_MULTI: &str = "ERR MULTI calls can not be nested";
 pub const ERR_EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";

@@ -90,6 +90,10 @@ fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> Result<(), Value> 
 
 fn auth(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
+    // Every argument (user and password) is hidden from MONITOR, as in Redis.
+    for i in 1..args.len() {
+        ctx.redact(i);
+    }
     let (user, pass) = match args.len() {
         2 => {
             if ctx.shared.acl.get("default").is_none_or(|u| u.perms().nopass) {
@@ -122,6 +126,9 @@ fn hello(ctx: &mut Ctx) -> Value {
     let mut setname = None;
     while i < args.len() {
         if eq_ic(&args[i], "auth") && i + 2 < args.len() {
+            // The user and password are hidden from MONITOR, as in Redis.
+            ctx.redact(i + 1);
+            ctx.redact(i + 2);
             if let Err(e) = check_password(ctx, &args[i + 1], &args[i + 2]) {
                 return e;
             }
@@ -189,6 +196,7 @@ fn reset(ctx: &mut Ctx) -> Value {
     // CLIENT DURABILITY is connection state too: a pooled connection handed on after RESET must not keep making
     // the next user's writes wait for replicas (or fail with NOTDURABLE).
     ctx.client.durability_replicas = 0;
+    ctx.shared.monitors.remove(&ctx.client.info);
     Value::simple("RESET")
 }
 

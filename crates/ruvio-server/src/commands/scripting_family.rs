@@ -27,12 +27,12 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("eval", -3, STALE | NOSCRIPT, "Executes a server-side Lua script.", eval),
-    cmd!("evalsha", -3, STALE | NOSCRIPT, "Executes a server-side Lua script by SHA1 digest.", evalsha),
-    cmd!("eval_ro", -3, STALE | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script.", eval_ro),
-    cmd!("evalsha_ro", -3, STALE | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
-    cmd!("fcall", -3, STALE | NOSCRIPT, "Invokes a function.", fcall),
-    cmd!("fcall_ro", -3, STALE | READONLY | NOSCRIPT, "Invokes a read-only function.", fcall_ro),
+    cmd!("eval", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Executes a server-side Lua script.", eval),
+    cmd!("evalsha", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Executes a server-side Lua script by SHA1 digest.", evalsha),
+    cmd!("eval_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script.", eval_ro),
+    cmd!("evalsha_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
+    cmd!("fcall", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Invokes a function.", fcall),
+    cmd!("fcall_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Invokes a read-only function.", fcall_ro),
     CommandSpec { name: "script", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for Lua scripts management commands.", handler: super::server_family::container_help, subcommands: SCRIPT_SUBCOMMANDS },
     CommandSpec { name: "function", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for function commands.", handler: super::server_family::container_help, subcommands: FUNCTION_SUBCOMMANDS },
 ];
