@@ -597,26 +597,45 @@ impl Session {
         self.map(f)
     }
 
-    fn sentinel_value(&self, addr: &str) -> Value {
+    fn sentinel_value(&self, addr: &str, down_after_ms: u64) -> Value {
         let (ip, port) = addr.rsplit_once(':').unwrap_or((addr, "0"));
         let (_, term, leader) = self.co.raft_status();
         let is_leader = leader.and_then(|l| self.co.members.get(l as usize - 1)).is_some_and(|a| a == addr);
-        self.map(vec![
+        let h = self.co.peers.lock().unwrap().get(addr).cloned();
+        let ago = |t: Option<std::time::Instant>| t.map_or("0".to_string(), |t| t.elapsed().as_millis().to_string());
+        // Sentinel's flag order: s_down first, the role, then the link state. Down is judged with this group's
+        // down-after-milliseconds, as Sentinel does per master.
+        let down = h.as_ref().is_some_and(|h| h.last_ok.unwrap_or(h.created).elapsed() > Duration::from_millis(down_after_ms));
+        let mut flags = Vec::new();
+        if down {
+            flags.push("s_down");
+        }
+        flags.push("sentinel");
+        if h.as_ref().is_some_and(|h| h.disconnected) {
+            flags.push("disconnected");
+        }
+        let mut f = vec![
             ("name", addr.to_string()),
             ("ip", ip.to_string()),
             ("port", port.to_string()),
             ("runid", addr.to_string()),
-            ("flags", "sentinel".into()),
+            ("flags", flags.join(",")),
             ("link-pending-commands", "0".into()),
             ("link-refcount", "1".into()),
-            ("last-ping-sent", "0".into()),
-            ("last-ok-ping-reply", "0".into()),
-            ("last-ping-reply", "0".into()),
-            ("down-after-milliseconds", "30000".into()),
+            ("last-ping-sent", if h.as_ref().is_some_and(|h| h.last_ok < h.last_ping_sent) { ago(h.as_ref().and_then(|h| h.last_ping_sent)) } else { "0".into() }),
+            ("last-ok-ping-reply", ago(h.as_ref().and_then(|h| h.last_ok))),
+            ("last-ping-reply", ago(h.as_ref().and_then(|h| h.last_reply))),
+        ];
+        if let Some(t) = h.as_ref().and_then(|h| h.sdown_since).filter(|_| down) {
+            f.push(("s-down-time", t.elapsed().as_millis().to_string()));
+        }
+        f.extend([
+            ("down-after-milliseconds", down_after_ms.to_string()),
             ("last-hello-message", "0".into()),
             ("voted-leader", if is_leader { addr.to_string() } else { "?".into() }),
             ("voted-leader-epoch", term.to_string()),
-        ])
+        ]);
+        self.map(f)
     }
 
     async fn sentinel(&mut self, a: &[String]) -> Value {
@@ -639,9 +658,10 @@ impl Session {
                 None => no_such(),
             },
             "SENTINELS" if a.len() == 2 => match group(a.get(1)) {
-                Some(_) => {
+                Some(g) => {
                     let me = self.co.cfg.self_addr();
-                    Value::Array(self.co.members.iter().filter(|m| **m != me).map(|m| self.sentinel_value(m)).collect())
+                    let down_after = self.co.group_cfg(&g.name).map_or(30_000, |c| c.down_after_ms);
+                    Value::Array(self.co.members.iter().filter(|m| **m != me).map(|m| self.sentinel_value(m, down_after)).collect())
                 }
                 None => no_such(),
             },
