@@ -77,6 +77,7 @@ test("the /locks page shows holders, waiters and recent grants and losses", T, a
   const jobToken = String(await a.call("LEASE", evilKey, "30000"));
   const semTokens = [String(await b.call("SEMAPHORE", "pool", "2", "30000")), String(await c.call("SEMAPHORE", "pool", "2", "30000"))];
   const shortToken = String(await shortLived.call("LEASE", "short", "1500"));
+  const doomedToken = String(await shortLived.call("LEASE", "doomed", "30000"));
   const aId = String(await a.call("CLIENT", "ID"));
   // Queued behind the job lease; granted when it is released below.
   const waited = waiter.call("LEASE", evilKey, "30000", "WAIT", "20000");
@@ -121,14 +122,17 @@ test("the /locks page shows holders, waiters and recent grants and losses", T, a
   assert.equal(await page.locator("#locks b, #recent b").count(), 0);
   assert.equal(await page.title(), "Ruvio locks");
 
-  // A release hands the lease to the waiter; the short lease expires. The page reloads itself and shows both losses.
+  // A release hands the lease to the waiter; the short lease expires; DEL takes one away. The page reloads itself and
+  // shows the three losses.
   assert.equal(await a.call("RELEASE", evilKey, jobToken), 1);
+  assert.equal(await observer.call("DEL", "doomed"), 1);
   const waiterToken = String(await waited);
   await eventually("the page to reload with the release, the new grant and the expiry", async () => {
     const released = await page.locator(`#recent tr[data-event="released"][data-token="${jobToken}"]`).count();
     const expired = await page.locator(`#recent tr[data-event="expired"][data-token="${shortToken}"]`).count();
+    const deleted = await page.locator(`#recent tr[data-event="deleted"][data-token="${doomedToken}"]`).count();
     const newHolder = await page.locator(`#locks tr.holder[data-token="${waiterToken}"]`).count();
-    return released === 1 && expired === 1 && newHolder === 1;
+    return released === 1 && expired === 1 && deleted === 1 && newHolder === 1;
   });
   const released = page.locator(`#recent tr[data-event="released"][data-token="${jobToken}"]`);
   assert.equal(await released.locator("td.key").innerText(), evilKey);

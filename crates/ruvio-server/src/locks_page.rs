@@ -216,7 +216,7 @@ as of {} UTC &middot; reloads every {REFRESH_S} s</p>\n",
     let _ = write!(
         h,
         "</tbody></table>\n<p class=\"note\">The last {} grants and losses (release, expiry) this node made, newest first; \
-a lock deleted or overwritten by another command is not listed as a loss.</p>\n</body></html>\n",
+a lock DEL or UNLINK removed is listed as deleted; one overwritten by another command (SET, FLUSHALL) is not listed.</p>\n</body></html>\n",
         crate::locks::RECENT_EVENTS
     );
     h

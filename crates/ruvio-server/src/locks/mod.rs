@@ -64,6 +64,8 @@ pub enum EventKind {
     Granted,
     Released,
     Expired,
+    /// DEL or UNLINK removed the lock from under its holder.
+    Deleted,
 }
 
 impl EventKind {
@@ -72,6 +74,7 @@ impl EventKind {
             EventKind::Granted => "granted",
             EventKind::Released => "released",
             EventKind::Expired => "expired",
+            EventKind::Deleted => "deleted",
         }
     }
 }
@@ -169,7 +172,7 @@ pub struct LockState {
     /// once the map doubles (`engine::note_grant`), so it stays within twice the live holders (or 1024).
     pub grants: HashMap<i64, Grant>,
     pub grants_prune_at: usize,
-    /// The last [`RECENT_EVENTS`] grants and losses (release, expiry) this node made, newest last (the /locks page).
+    /// The last [`RECENT_EVENTS`] grants and losses (release, expiry, DEL) this node made, newest last (the /locks page).
     /// Not logged nor replicated: a replica shows only what it applied itself.
     pub recent: VecDeque<LockEvent>,
 }
