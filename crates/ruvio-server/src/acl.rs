@@ -10,6 +10,7 @@
 //! `coordinator` user that `coordinator-pass` enables.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -17,7 +18,10 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use sha2::{Digest, Sha256};
 
+use ruvio_protocol::Value;
+
 use crate::commands::{self, flags, CommandSpec};
+use crate::errors::{noperm_command, ERR_NOPERM_CHANNEL, ERR_NOPERM_KEY, ERR_SCRIPT_NOPERM_CHANNEL, ERR_SCRIPT_NOPERM_COMMAND, ERR_SCRIPT_NOPERM_KEY};
 use crate::keyspace::glob::glob_match;
 
 /// The built-in user `coordinator-pass` enables (docs/coordinator.md).
@@ -181,6 +185,32 @@ impl Perms {
 
     pub fn may_access_key(&self, key: &[u8], write: bool) -> bool {
         self.all_keys || self.keys.iter().any(|k| (if write { k.write } else { k.read }) && glob_match(&k.pattern, key, false))
+    }
+
+    /// Whether this user may run `resolved` with `args`: the command, then its keys (read or write as the
+    /// command is flagged), then its channels (the table's channel flags). What runs before authentication (AUTH,
+    /// HELLO, QUIT, RESET) runs for every user, as in Redis: a user must always be able to switch users or leave.
+    pub fn check(&self, resolved: &commands::Resolved, args: &[Bytes]) -> Result<(), Denial> {
+        let spec = resolved.spec;
+        if spec.has(flags::NOAUTH) && !spec.has(flags::ADMIN) {
+            return Ok(());
+        }
+        if !self.may_run(spec) {
+            return Err(Denial::Command(resolved.full_name()));
+        }
+        if !self.all_keys {
+            let write = spec.has(flags::WRITE);
+            if let Some(i) = spec.key_indexes(args.len()).into_iter().find(|&i| !self.may_access_key(&args[i], write)) {
+                return Err(Denial::Key(args[i].clone()));
+            }
+        }
+        if !self.all_channels {
+            let (range, patterns) = spec.channel_indexes(args.len());
+            if let Some(i) = range.into_iter().find(|&i| !self.may_access_channel(&args[i], patterns)) {
+                return Err(Denial::Channel(args[i].clone()));
+            }
+        }
+        Ok(())
     }
 
     /// A channel (PUBLISH, SUBSCRIBE) or, with `literal`, a pattern (PSUBSCRIBE: allowed only if the user has the
@@ -404,6 +434,62 @@ impl Perms {
     }
 }
 
+/// Why the ACL refused a command: what was refused (ACL LOG's `reason` and `object`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Denial {
+    Command(String),
+    Key(Bytes),
+    Channel(Bytes),
+}
+
+impl Denial {
+    fn reason(&self) -> &'static str {
+        match self {
+            Denial::Command(_) => "command",
+            Denial::Key(_) => "key",
+            Denial::Channel(_) => "channel",
+        }
+    }
+
+    fn object(&self) -> String {
+        match self {
+            Denial::Command(c) => c.clone(),
+            Denial::Key(b) | Denial::Channel(b) => String::from_utf8_lossy(b).into_owned(),
+        }
+    }
+
+    /// The reply to the refused command. `lua`: a script's `redis.call` (Redis 7.0's texts for scripts, which
+    /// the script's error then carries); otherwise Redis's NOPERM texts.
+    pub fn reply(&self, lua: bool) -> Value {
+        match (self, lua) {
+            (Denial::Command(name), false) => noperm_command(name),
+            (Denial::Key(_), false) => Value::error(ERR_NOPERM_KEY),
+            (Denial::Channel(_), false) => Value::error(ERR_NOPERM_CHANNEL),
+            (Denial::Command(_), true) => Value::error(ERR_SCRIPT_NOPERM_COMMAND),
+            (Denial::Key(_), true) => Value::error(ERR_SCRIPT_NOPERM_KEY),
+            (Denial::Channel(_), true) => Value::error(ERR_SCRIPT_NOPERM_CHANNEL),
+        }
+    }
+
+    /// EXEC's reason when a queued command is no longer allowed (Redis 7.0's texts).
+    pub fn exec_reason(&self) -> &'static str {
+        match self {
+            Denial::Command(_) => "no permission to execute the command or subcommand",
+            Denial::Key(_) => "no permission to touch the specified keys",
+            Denial::Channel(_) => "no permission to access one of the channels used as arguments",
+        }
+    }
+
+    /// ACL DRYRUN's answer (a bulk string in Redis, not an error).
+    pub fn dryrun_text(&self) -> String {
+        match self {
+            Denial::Command(name) => format!("This user has no permissions to run the '{name}' command"),
+            Denial::Key(_) => format!("This user has no permissions to access the '{}' key", self.object()),
+            Denial::Channel(_) => format!("This user has no permissions to access the '{}' channel", self.object()),
+        }
+    }
+}
+
 pub fn hash(pass: &[u8]) -> [u8; 32] {
     Sha256::digest(pass).into()
 }
@@ -448,9 +534,9 @@ pub struct LogEntry {
 pub struct Acl {
     users: RwLock<BTreeMap<String, Arc<User>>>,
     log: Mutex<(VecDeque<LogEntry>, u64)>,
+    /// `acllog-max-len`: the most entries ACL LOG keeps.
+    log_max: AtomicUsize,
 }
-
-const LOG_MAX: usize = 128;
 
 /// The most users an ACL file or `user` lines may define, and the longest rule line accepted (bounded input).
 pub const MAX_USERS: usize = 10_000;
@@ -468,7 +554,7 @@ impl Default for Acl {
 impl Acl {
     /// The default user only: on, no password, every key and channel, every command but @coordination.
     pub fn new() -> Acl {
-        let acl = Acl { users: RwLock::new(BTreeMap::new()), log: Mutex::new((VecDeque::new(), 0)) };
+        let acl = Acl { users: RwLock::new(BTreeMap::new()), log: Mutex::new((VecDeque::new(), 0)), log_max: AtomicUsize::new(128) };
         acl.users.write().insert("default".into(), Arc::new(User { name: "default".into(), perms: RwLock::new(Arc::new(default_perms())) }));
         acl
     }
@@ -618,6 +704,13 @@ impl Acl {
         u
     }
 
+    /// A refused command: logged in ACL LOG under `context` (`toplevel`, `multi`, `lua`), answered with Redis's
+    /// text for that context.
+    pub fn deny(&self, denial: &Denial, context: &'static str, username: &str, client_info: String) -> Value {
+        self.log_denial(denial.reason(), context, denial.object(), username, client_info);
+        denial.reply(context == "lua")
+    }
+
     /// Records a denial in ACL LOG (repeats of the same one within 60 s are counted on one entry, as in Redis).
     pub fn log_denial(&self, reason: &'static str, context: &'static str, object: String, username: &str, client_info: String) {
         let now = wall_ms();
@@ -644,7 +737,14 @@ impl Acl {
             updated_ms: now,
             created: Instant::now(),
         });
-        log.0.truncate(LOG_MAX);
+        log.0.truncate(self.log_max.load(Ordering::Relaxed));
+    }
+
+    /// `acllog-max-len` (CONFIG SET): older entries beyond it are dropped at once, as in Redis.
+    pub fn set_log_max(&self, n: u64) {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        self.log_max.store(n, Ordering::Relaxed);
+        self.log.lock().0.truncate(n);
     }
 
     pub fn log_entries(&self, n: usize) -> Vec<LogEntry> {
@@ -750,6 +850,7 @@ impl Acl {
             acl.replace_all(&lines, &["default"])?;
         }
         acl.set_coordinator_password(c.coordinator_pass.as_deref());
+        acl.set_log_max(c.acllog_max_len);
         Ok(acl)
     }
 }

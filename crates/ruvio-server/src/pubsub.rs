@@ -88,6 +88,16 @@ impl PubSub {
         (delivered, dropped)
     }
 
+    /// Calls `f(name, is_pattern, subscriber)` for every subscription (the ACL's revocation check).
+    pub fn for_each_subscription(&self, mut f: impl FnMut(&Bytes, bool, &Arc<ClientInfo>)) {
+        for (name, subs) in &self.channels {
+            subs.values().for_each(|c| f(name, false, c));
+        }
+        for (name, subs) in &self.patterns {
+            subs.values().for_each(|c| f(name, true, c));
+        }
+    }
+
     pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Bytes> {
         self.channels.keys().filter(|c| pattern.is_none_or(|p| glob_match(p, c, false))).cloned().collect()
     }

@@ -280,7 +280,8 @@ fn client_list(ctx: &mut Ctx) -> Value {
             Some(_) => false,
         }
     };
-    for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
+    // A killed client is gone for everyone else already (Redis frees it at once); its task is only closing it.
+    for c in clients.iter().filter(|c| !c.is_killed() && ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
         out.push_str(&c.describe());
         out.push('\n');
     }

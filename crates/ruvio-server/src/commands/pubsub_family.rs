@@ -20,11 +20,11 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("subscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels.", subscribe),
+    cmd!("subscribe", -2, CHANNEL_SUBSCRIBE | PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels.", subscribe),
     cmd!("unsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Stops listening to messages posted to channels.", unsubscribe),
-    cmd!("psubscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels that match one or more patterns.", psubscribe),
+    cmd!("psubscribe", -2, PATTERN_SUBSCRIBE | PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels that match one or more patterns.", psubscribe),
     cmd!("punsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Stops listening to messages published to channels that match one or more patterns.", punsubscribe),
-    cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST, "Posts a message to a channel.", publish),
+    cmd!("publish", 3, CHANNEL_PUBLISH | PUBSUB | LOADING | STALE | FAST, "Posts a message to a channel.", publish),
     CommandSpec {
         name: "pubsub",
         arity: -2,
@@ -60,20 +60,9 @@ fn replies(ctx: &mut Ctx, mut all: Vec<Value>) -> Value {
     last
 }
 
-/// The ACL channel rule (`&pattern`): every channel named must be allowed, or nothing happens (NOPERM, logged).
-fn channels_denied(ctx: &Ctx, names: &[Bytes], pattern: bool) -> Option<Value> {
-    let user = ctx.client.user.as_ref()?;
-    let perms = user.perms();
-    let bad = names.iter().find(|n| !perms.may_access_channel(n, pattern))?;
-    ctx.shared.acl.log_denial("channel", "toplevel", String::from_utf8_lossy(bad).into_owned(), &user.name, ctx.client.info.describe());
-    Some(Value::error(crate::errors::ERR_NOPERM_CHANNEL))
-}
-
 fn subscribe_generic(ctx: &mut Ctx, pattern: bool) -> Value {
+    // The ACL's channel rules were checked on the way in (dispatch.rs, from the table's channel flags).
     let args = ctx.args;
-    if let Some(denied) = channels_denied(ctx, &args[1..], pattern) {
-        return denied;
-    }
     let info = ctx.client.info.clone();
     let mut out = Vec::new();
     {
@@ -155,9 +144,6 @@ pub fn unsubscribe_all(shared: &Shared, client: &mut ClientState) {
 }
 
 fn publish(ctx: &mut Ctx) -> Value {
-    if let Some(denied) = channels_denied(ctx, &ctx.args[1..2], false) {
-        return denied;
-    }
     let limit = ctx.shared.config.read().output_pubsub;
     let (delivered, dropped) = ctx.shared.pubsub.lock().publish(&ctx.args[1], &ctx.args[2], &limit);
     if dropped > 0 {
