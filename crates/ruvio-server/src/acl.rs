@@ -143,6 +143,20 @@ pub struct Perms {
     pub keys: Vec<KeyPattern>,
     pub all_channels: bool,
     pub channels: Vec<Bytes>,
+    /// Redis 7's selectors (`(...)` rules): further sets of command, key and channel rules; a command runs if the
+    /// user's own rules (the root selector, the fields above) or any one selector allows all of it. A selector is a
+    /// `Perms` whose user-level fields (on, passwords) are unused.
+    pub selectors: Vec<Perms>,
+}
+
+/// How far a selector got before refusing (Redis's order: a channel refusal outranks a key refusal, which
+/// outranks a command refusal; then the later argument): the refusal reported when nothing allows the command.
+fn denial_rank(d: &Denial) -> u8 {
+    match d {
+        Denial::Command(_) => 1,
+        Denial::Key(_) => 2,
+        Denial::Channel(_) => 4,
+    }
 }
 
 impl Perms {
@@ -159,6 +173,7 @@ impl Perms {
             keys: Vec::new(),
             all_channels: false,
             channels: Vec::new(),
+            selectors: Vec::new(),
         }
     }
 
@@ -190,27 +205,57 @@ impl Perms {
     /// Whether this user may run `resolved` with `args`: the command, then its keys (read or write as the
     /// command is flagged), then its channels (the table's channel flags). What runs before authentication (AUTH,
     /// HELLO, QUIT, RESET) runs for every user, as in Redis: a user must always be able to switch users or leave.
+    /// With selectors, the first that allows the command lets it run; when none does, the refusal that got
+    /// furthest is reported (Redis's rule, so ACL LOG names the key or channel that stopped the best match).
     pub fn check(&self, resolved: &commands::Resolved, args: &[Bytes]) -> Result<(), Denial> {
         let spec = resolved.spec;
         if spec.has(flags::NOAUTH) && !spec.has(flags::ADMIN) {
             return Ok(());
         }
+        let mut worst: Option<(u8, usize, Denial)> = None;
+        for sel in std::iter::once(self).chain(self.selectors.iter()) {
+            let (at, denial) = match sel.check_selector(resolved, args) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let rank = denial_rank(&denial);
+            if worst.as_ref().is_none_or(|(r, i, _)| rank > *r || (rank == *r && at > *i)) {
+                worst = Some((rank, at, denial));
+            }
+        }
+        Err(worst.expect("the root selector always answers").2)
+    }
+
+    /// One selector's verdict, with the argument index it stopped at.
+    fn check_selector(&self, resolved: &commands::Resolved, args: &[Bytes]) -> Result<(), (usize, Denial)> {
+        let spec = resolved.spec;
         if !self.may_run(spec) {
-            return Err(Denial::Command(resolved.full_name()));
+            return Err((0, Denial::Command(resolved.full_name())));
         }
         if !self.all_keys {
             let write = spec.has(flags::WRITE);
             if let Some(i) = spec.key_indexes(args.len()).into_iter().find(|&i| !self.may_access_key(&args[i], write)) {
-                return Err(Denial::Key(args[i].clone()));
+                return Err((i, Denial::Key(args[i].clone())));
             }
         }
         if !self.all_channels {
             let (range, patterns) = spec.channel_indexes(args.len());
             if let Some(i) = range.into_iter().find(|&i| !self.may_access_channel(&args[i], patterns)) {
-                return Err(Denial::Channel(args[i].clone()));
+                return Err((i, Denial::Channel(args[i].clone())));
             }
         }
         Ok(())
+    }
+
+    /// Whether a subscription (a channel, or with `pattern` a pattern) is allowed by the user's rules or any of
+    /// its selectors (what a subscriber keeps when channel rules change).
+    pub fn may_subscribe(&self, name: &[u8], pattern: bool) -> bool {
+        std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_channels || s.may_access_channel(name, pattern))
+    }
+
+    /// Every channel, through the user's own rules or a selector.
+    pub fn any_all_channels(&self) -> bool {
+        std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_channels)
     }
 
     /// A channel (PUBLISH, SUBSCRIBE) or, with `literal`, a pattern (PSUBSCRIBE: allowed only if the user has the
@@ -219,9 +264,21 @@ impl Perms {
         self.all_channels || self.channels.iter().any(|p| if literal { p[..] == *channel } else { glob_match(p, channel, false) })
     }
 
+    /// A rule inside a selector: only command, key and channel rules (Redis's), never a user-level one.
+    fn apply_selector_rule(&mut self, rule: &str) -> Result<(), String> {
+        let lower = rule.to_ascii_lowercase();
+        let allowed = matches!(lower.as_str(), "allkeys" | "resetkeys" | "allchannels" | "resetchannels" | "allcommands" | "nocommands")
+            || matches!(rule.as_bytes().first(), Some(b'~' | b'%' | b'&' | b'+' | b'-'));
+        if !allowed {
+            return Err("Syntax error".into());
+        }
+        self.apply_rule(rule)
+    }
+
     fn apply_rule(&mut self, rule: &str) -> Result<(), String> {
         let lower = rule.to_ascii_lowercase();
         match lower.as_str() {
+            "clearselectors" => self.selectors.clear(),
             "on" => self.enabled = true,
             "off" => self.enabled = false,
             "nopass" => {
@@ -245,7 +302,7 @@ impl Perms {
             "allcommands" => self.apply_rule("+@all")?,
             "nocommands" => self.apply_rule("-@all")?,
             "reset" => {
-                for r in ["resetpass", "resetkeys", "resetchannels", "off", "-@all"] {
+                for r in ["resetpass", "resetkeys", "resetchannels", "off", "clearselectors", "-@all"] {
                     self.apply_rule(r)?;
                 }
             }
@@ -290,18 +347,23 @@ impl Perms {
                     if read && write && pat == "*" {
                         self.all_keys = true;
                         self.keys.clear();
-                    } else if !self.all_keys {
-                        let k = KeyPattern { pattern: Bytes::copy_from_slice(pat.as_bytes()), read, write };
-                        if !self.keys.contains(&k) {
-                            self.keys.push(k);
-                        }
+                    } else if self.all_keys {
+                        return Err("Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns".into());
+                    } else if let Some(k) = self.keys.iter_mut().find(|k| k.pattern[..] == *pat.as_bytes()) {
+                        // `%R~foo %W~foo` is `~foo`, as in Redis.
+                        k.read |= read;
+                        k.write |= write;
+                    } else {
+                        self.keys.push(KeyPattern { pattern: Bytes::copy_from_slice(pat.as_bytes()), read, write });
                     }
                 }
                 b'&' => {
                     if &rule[1..] == "*" {
                         self.all_channels = true;
                         self.channels.clear();
-                    } else if !self.all_channels {
+                    } else if self.all_channels {
+                        return Err("Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels".into());
+                    } else {
                         let c = Bytes::copy_from_slice(rule[1..].as_bytes());
                         if !self.channels.contains(&c) {
                             self.channels.push(c);
@@ -309,7 +371,17 @@ impl Perms {
                     }
                 }
                 b'+' | b'-' => self.apply_command_rule(&lower)?,
-                b'(' => return Err("Selectors are not supported by Ruvio".into()),
+                b'(' if rule.ends_with(')') => {
+                    // A selector starts with no permissions; its rules apply in order.
+                    let mut sel = Perms::new();
+                    for r in rule[1..rule.len() - 1].split_whitespace() {
+                        sel.apply_selector_rule(r)?;
+                    }
+                    if self.selectors.len() >= MAX_SELECTORS {
+                        return Err(format!("too many selectors (at most {MAX_SELECTORS})"));
+                    }
+                    self.selectors.push(sel);
+                }
                 _ => return Err("Syntax error".into()),
             },
         }
@@ -430,7 +502,23 @@ impl Perms {
         let chans = self.channels_text();
         parts.push(if chans.is_empty() { "resetchannels".into() } else { format!("resetchannels {chans}") });
         parts.push(self.commands_text());
+        for sel in &self.selectors {
+            parts.push(format!("({})", sel.selector_text()));
+        }
         parts.join(" ").replace("resetchannels &*", "&*")
+    }
+
+    /// A selector as ACL LIST writes it inside its parentheses: keys, channels, commands.
+    pub fn selector_text(&self) -> String {
+        let mut parts = Vec::new();
+        let keys = self.keys_text();
+        if !keys.is_empty() {
+            parts.push(keys);
+        }
+        let chans = self.channels_text();
+        parts.push(if chans == "&*" { chans } else if chans.is_empty() { "resetchannels".into() } else { format!("resetchannels {chans}") });
+        parts.push(self.commands_text());
+        parts.join(" ")
     }
 }
 
@@ -538,6 +626,33 @@ pub struct Acl {
     log_max: AtomicUsize,
 }
 
+/// The most selectors a user may have (bounded input).
+pub const MAX_SELECTORS: usize = 1024;
+
+/// Joins the words of a selector given over several arguments (`(+@write` `~write::*)`, as a shell or Tcl splits
+/// it) into one rule, as Redis does; an opening parenthesis never closed is an error.
+fn merge_selector_args(rules: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::with_capacity(rules.len());
+    let mut open: Option<String> = None;
+    for r in rules {
+        if let Some(acc) = open.as_mut() {
+            acc.push(' ');
+            acc.push_str(r);
+            if r.ends_with(')') {
+                out.extend(open.take());
+            }
+        } else if r.starts_with('(') && !r.ends_with(')') {
+            open = Some(r.clone());
+        } else {
+            out.push(r.clone());
+        }
+    }
+    match open {
+        Some(acc) => Err(format!("Unmatched parenthesis in acl selector starting at '{acc}'.")),
+        None => Ok(out),
+    }
+}
+
 /// The most users an ACL file or `user` lines may define, and the longest rule line accepted (bounded input).
 pub const MAX_USERS: usize = 10_000;
 
@@ -595,7 +710,7 @@ impl Acl {
     pub fn set_user(&self, name: &str, rules: &[String]) -> Result<(), String> {
         let existing = self.get(name);
         let mut p = existing.as_ref().map_or_else(Perms::new, |u| (*u.perms()).clone());
-        for r in rules {
+        for r in &merge_selector_args(rules)? {
             if r.is_empty() {
                 return Err(format!("Error in ACL SETUSER modifier '{r}': Syntax error"));
             }

@@ -65,7 +65,7 @@ fn setuser(ctx: &mut Ctx) -> Value {
 /// must not keep receiving what it could not subscribe to now. Subscriptions still allowed are left alone.
 fn kill_revoked_subscribers(ctx: &mut Ctx, names: &[String]) {
     let perms: Vec<(String, Arc<crate::acl::Perms>)> =
-        names.iter().filter_map(|n| ctx.shared.acl.get(n).map(|u| (n.clone(), u.perms()))).filter(|(_, p)| !p.all_channels).collect();
+        names.iter().filter_map(|n| ctx.shared.acl.get(n).map(|u| (n.clone(), u.perms()))).filter(|(_, p)| !p.any_all_channels()).collect();
     if perms.is_empty() {
         return;
     }
@@ -75,7 +75,7 @@ fn kill_revoked_subscribers(ctx: &mut Ctx, names: &[String]) {
             return;
         }
         let user = client.user.lock().clone();
-        if perms.iter().any(|(n, p)| *n == user && !p.may_access_channel(name, pattern)) {
+        if perms.iter().any(|(n, p)| *n == user && !p.may_subscribe(name, pattern)) {
             doomed.push(client.clone());
         }
     });
@@ -128,7 +128,15 @@ fn getuser(ctx: &mut Ctx) -> Value {
         (s("commands"), s(&p.commands_text())),
         (s("keys"), s(&p.keys_text())),
         (s("channels"), s(&p.channels_text())),
-        (s("selectors"), Value::Array(Vec::new())),
+        (
+            s("selectors"),
+            Value::Array(
+                p.selectors
+                    .iter()
+                    .map(|sel| Value::Map(vec![(s("commands"), s(&sel.commands_text())), (s("keys"), s(&sel.keys_text())), (s("channels"), s(&sel.channels_text()))]))
+                    .collect(),
+            ),
+        ),
     ])
 }
 
