@@ -232,3 +232,32 @@ def test_acl_dryrun(server_factory):
         with pytest.raises(redis.exceptions.ResponseError, match=msg):
             r.execute_command("ACL", "DRYRUN", *args)
     assert r.exists("read1") == 0, "DRYRUN runs nothing"
+
+
+def test_selectors(server_factory):
+    """Redis 7 selectors: a command runs if the user's own rules or any one selector allows all of it."""
+    srv = server_factory()
+    admin = client(srv)
+    admin.execute_command("ACL", "SETUSER", "sel", "on", ">p", "-@all", "resetkeys", "(+@write ~write:*)", "(+@read", "~read:*)")
+    r = client(srv, username="sel", password="p")
+    assert r.set("write:1", "v") and r.get("read:1") is None
+    with pytest.raises(redis.exceptions.NoPermissionError, match="keys"):
+        r.get("write:1")  # GET is in the second selector, write:1 only in the first: not additive
+    with pytest.raises(redis.exceptions.NoPermissionError, match="'ping'"):
+        r.ping()
+    u = admin.acl_getuser("sel")
+    sels = [s if isinstance(s, dict) else {text(k): text(v) for k, v in zip(s[::2], s[1::2])} for s in u["selectors"]]
+    assert [(s["commands"], s["keys"]) for s in sels] == [("-@all +@write", "~write:*"), ("-@all +@read", "~read:*")], u
+    line = [text(l) for l in admin.acl_list() if text(l).startswith("user sel ")][0]
+    assert line.endswith("(~write:* resetchannels -@all +@write) (~read:* resetchannels -@all +@read)"), line
+    # The furthest refusal is the one reported and logged (the later key).
+    admin.execute_command("ACL", "SETUSER", "sel", "clearselectors", "+mget", "~key", "(+mget ~key ~other)")
+    admin.acl_log_reset()
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        r.mget("key", "other", "third")
+    assert admin.acl_log()[0]["object"] == "third"
+    for bad, msg in [(["(on)"], "Syntax error"), (["(~a"], "Unmatched parenthesis"), (["~*", "~more"], "Adding a pattern after the")]:
+        with pytest.raises(redis.exceptions.ResponseError, match=msg):
+            admin.execute_command("ACL", "SETUSER", "sel", *bad)
+    admin.execute_command("ACL", "SETUSER", "sel", "clearselectors")
+    assert admin.acl_getuser("sel")["selectors"] == []
