@@ -73,6 +73,7 @@ pub const ERR_CLIENT_ID_POSITIVE: &str = "ERR client-id should be greater than 0
 pub const ERR_MAXAGE_POSITIVE: &str = "ERR maxage should be greater than 0";
 pub const ERR_MAXAGE_NOT_INTEGER: &str = "ERR maxage is not an integer or out of range";
 pub const ERR_PUBSUB_CHANNELS_ARITY: &str = "ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.";
+pub const ERR_PUBSUB_SHARDCHANNELS_ARITY: &str = "ERR unknown subcommand or wrong number of arguments for 'SHARDCHANNELS'. Try PUBSUB HELP.";
 
 // ----- COMMAND GETKEYS -----
 pub const ERR_GETKEYS_UNKNOWN: &str = "ERR Invalid command specified";

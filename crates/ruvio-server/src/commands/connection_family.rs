@@ -271,7 +271,7 @@ fn client_list(ctx: &mut Ctx) -> Value {
     clients.sort_by_key(|c| c.id);
     let mut out = String::new();
     let type_ok = |c: &crate::client::ClientInfo| {
-        let pubsub = c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0;
+        let pubsub = c.is_pubsub();
         match type_filter.as_deref() {
             None => true,
             Some("pubsub") => pubsub,
@@ -415,7 +415,7 @@ fn client_type_by_name(name: &str) -> Option<&'static str> {
 /// A client's class, as Redis's getClientType: `pubsub` while it has subscriptions, else `normal` (Ruvio has no
 /// replication links yet, so never `master` or `replica`).
 fn client_type(c: &crate::client::ClientInfo) -> &'static str {
-    if c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0 {
+    if c.is_pubsub() {
         "pubsub"
     } else {
         "normal"
