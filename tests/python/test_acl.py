@@ -261,3 +261,22 @@ def test_selectors(server_factory):
             admin.execute_command("ACL", "SETUSER", "sel", *bad)
     admin.execute_command("ACL", "SETUSER", "sel", "clearselectors")
     assert admin.acl_getuser("sel")["selectors"] == []
+
+
+def test_first_argument_rules(server_factory):
+    """`+select|0` (Redis 7.0's deprecated first-argument form): the command with that first argument only."""
+    srv = server_factory()
+    admin = client(srv)
+    admin.execute_command("ACL", "SETUSER", "db0", "on", ">p", "-@all", "+acl|whoami", "+select|0")
+    assert "+select|0" in text(admin.acl_getuser("db0")["commands"])
+    r = client(srv, username="db0", password="p")
+    assert r.execute_command("SELECT", "0")
+    with pytest.raises(redis.exceptions.NoPermissionError, match="'select'"):
+        r.execute_command("SELECT", "1")
+    assert admin.execute_command("ACL", "DRYRUN", "db0", "SELECT", "1") == b"This user has no permissions to run the 'select' command"
+    with pytest.raises(redis.exceptions.ResponseError, match="Unknown command or category name in ACL"):
+        admin.execute_command("ACL", "SETUSER", "db0", "-select|0")
+    # Allowing or refusing the whole command replaces the first-argument rule.
+    admin.execute_command("ACL", "SETUSER", "db0", "+select", "-select")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        r.execute_command("SELECT", "0")

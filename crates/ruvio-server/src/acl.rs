@@ -147,6 +147,9 @@ pub struct Perms {
     /// user's own rules (the root selector, the fields above) or any one selector allows all of it. A selector is a
     /// `Perms` whose user-level fields (on, passwords) are unused.
     pub selectors: Vec<Perms>,
+    /// First arguments allowed for a command the user may not run otherwise (`+select|0`: SELECT 0 only), by
+    /// command number; lower case. Redis 7.0 keeps this (deprecated) form for commands without subcommands.
+    first_args: HashMap<usize, Vec<String>>,
 }
 
 /// How far a selector got before refusing (Redis's order: a channel refusal outranks a key refusal, which
@@ -174,10 +177,13 @@ impl Perms {
             all_channels: false,
             channels: Vec::new(),
             selectors: Vec::new(),
+            first_args: HashMap::new(),
         }
     }
 
     fn set(&mut self, id: usize, on: bool) {
+        // Allowing or refusing the whole command replaces any first-argument rule for it, as in Redis.
+        self.first_args.remove(&id);
         if on {
             self.allowed[id / 64] |= 1 << (id % 64);
         } else {
@@ -187,6 +193,12 @@ impl Perms {
 
     fn get(&self, id: usize) -> bool {
         self.allowed[id / 64] & (1 << (id % 64)) != 0
+    }
+
+    /// Whether a `+command|firstarg` rule lets this call run.
+    fn first_arg_allowed(&self, spec: &'static CommandSpec, args: &[Bytes]) -> bool {
+        let (Some(id), Some(arg)) = (id_of(spec), args.get(1)) else { return false };
+        self.first_args.get(&id).is_some_and(|allowed| allowed.iter().any(|a| a.as_bytes().eq_ignore_ascii_case(arg)))
     }
 
     pub fn may_run(&self, spec: &'static CommandSpec) -> bool {
@@ -229,7 +241,7 @@ impl Perms {
     /// One selector's verdict, with the argument index it stopped at.
     fn check_selector(&self, resolved: &commands::Resolved, args: &[Bytes]) -> Result<(), (usize, Denial)> {
         let spec = resolved.spec;
-        if !self.may_run(spec) {
+        if !self.may_run(spec) && !self.first_arg_allowed(spec, args) {
             return Err((0, Denial::Command(resolved.full_name())));
         }
         if !self.all_keys {
@@ -432,10 +444,23 @@ impl Perms {
                         }
                     }
                 }
-                Some(sub) => {
-                    if !on && spec.subcommands.is_empty() {
-                        return Err("Allowing first-arg of a subcommand is not supported".into());
+                Some(sub) if spec.subcommands.is_empty() => {
+                    // `+select|0`: that first argument only. Refusing one (`-select|0`) names no command, as in Redis.
+                    if !on || sub.is_empty() {
+                        return Err("Unknown command or category name in ACL".into());
                     }
+                    let Some(id) = id_of(spec) else { return Err("Unknown command or category name in ACL".into()) };
+                    if !self.get(id) {
+                        let allowed = self.first_args.entry(id).or_default();
+                        if allowed.len() >= MAX_FIRST_ARGS {
+                            return Err(format!("too many first-argument rules for '{}' (at most {MAX_FIRST_ARGS})", spec.name));
+                        }
+                        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(sub)) {
+                            allowed.push(sub.to_ascii_lowercase());
+                        }
+                    }
+                }
+                Some(sub) => {
                     let s = spec.find_subcommand(sub.as_bytes()).ok_or("Unknown command or category name in ACL")?;
                     if let Some(id) = id_of(s) {
                         self.set(id, on);
@@ -625,6 +650,9 @@ pub struct Acl {
     /// `acllog-max-len`: the most entries ACL LOG keeps.
     log_max: AtomicUsize,
 }
+
+/// The most first-argument rules (`+select|0`) per command (bounded input).
+pub const MAX_FIRST_ARGS: usize = 1024;
 
 /// The most selectors a user may have (bounded input).
 pub const MAX_SELECTORS: usize = 1024;
