@@ -584,13 +584,14 @@ impl Denial {
         }
     }
 
-    /// EXEC's reason when a queued command is no longer allowed (Redis 7.0's texts).
-    pub fn exec_reason(&self) -> &'static str {
-        match self {
+    /// EXEC's reply for a queued command no longer allowed when it runs (Redis 7.0's texts).
+    pub fn exec_reply(&self) -> Value {
+        let reason = match self {
             Denial::Command(_) => "no permission to execute the command or subcommand",
             Denial::Key(_) => "no permission to touch the specified keys",
             Denial::Channel(_) => "no permission to access one of the channels used as arguments",
-        }
+        };
+        Value::error(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"))
     }
 
     /// ACL DRYRUN's answer (a bulk string in Redis, not an error).

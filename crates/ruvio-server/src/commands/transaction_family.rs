@@ -98,7 +98,7 @@ fn exec(ctx: &mut Ctx) -> Value {
             Ok(resolved) => match user.as_ref().and_then(|u| u.perms().check(&resolved, args).err().map(|d| (u, d))) {
                 Some((u, denial)) => {
                     ctx.shared.acl.deny(&denial, "multi", &u.name, ctx.client.info.describe());
-                    Value::error(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {}", denial.exec_reason()))
+                    denial.exec_reply()
                 }
                 None => {
                     let mut sub = ctx.nested(args, resolved.spec);
