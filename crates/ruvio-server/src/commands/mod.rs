@@ -72,9 +72,17 @@ pub mod flags {
     /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
     /// no user has unless configured (acl.rs).
     pub const COORDINATION: u32 = 1 << 16;
+    /// Argument 1 is a channel the command publishes to (PUBLISH): the ACL's channel rules (`&pattern`) apply
+    /// to it (acl.rs). Not shown by COMMAND.
+    pub const CHANNEL_PUBLISH: u32 = 1 << 17;
+    /// Arguments 1.. are channels the command subscribes to (SUBSCRIBE): the ACL's channel rules apply.
+    pub const CHANNEL_SUBSCRIBE: u32 = 1 << 18;
+    /// Arguments 1.. are patterns the command subscribes to (PSUBSCRIBE): each is allowed only by the very same
+    /// ACL channel pattern, as in Redis.
+    pub const PATTERN_SUBSCRIBE: u32 = 1 << 19;
     /// Shown to MONITOR before it runs rather than after (Redis's EVAL and FCALL feed the monitors themselves
     /// first, with `skip_monitor` in their table entry), so the commands its script runs follow it.
-    pub const MONITOR_FIRST: u32 = 1 << 17;
+    pub const MONITOR_FIRST: u32 = 1 << 20;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -120,6 +128,18 @@ impl CommandSpec {
             argc == self.arity as usize
         } else {
             argc >= (-self.arity) as usize
+        }
+    }
+
+    /// Indexes of the channel arguments in `args` the ACL checks, and whether they are patterns (matched
+    /// literally against the user's channel rules).
+    pub fn channel_indexes(&self, argc: usize) -> (std::ops::Range<usize>, bool) {
+        if self.has(flags::CHANNEL_PUBLISH) {
+            (1..2.min(argc), false)
+        } else if self.has(flags::CHANNEL_SUBSCRIBE) || self.has(flags::PATTERN_SUBSCRIBE) {
+            (1..argc, self.has(flags::PATTERN_SUBSCRIBE))
+        } else {
+            (0..0, false)
         }
     }
 
