@@ -72,6 +72,18 @@ pub mod flags {
     /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
     /// no user has unless configured (acl.rs).
     pub const COORDINATION: u32 = 1 << 16;
+    /// May run while a script is busy (past `busy-reply-threshold`), when everything else gets `-BUSY` (Redis's
+    /// `allow_busy`): the kill and stats commands, SHUTDOWN (NOSAVE), and what keeps a connection's state sane
+    /// (MULTI, DISCARD, UNWATCH, AUTH, HELLO, QUIT, RESET), so a pipelined transaction is never half-queued. Such a
+    /// command must not wait for the store lock (the script holds it): WATCH, which registers on keys, is left
+    /// out, and UNWATCH's release of watched keys is deferred while a script runs (transaction_family.rs).
+    pub const ALLOW_BUSY: u32 = 1 << 17;
+    /// Argument 2 counts the keys that follow it (EVAL, EVALSHA, FCALL and their `_RO` forms: Redis's `keynum`
+    /// key spec, shown by COMMAND as `movablekeys`); COMMAND GETKEYS reads it.
+    pub const NUMKEYS_AT_2: u32 = 1 << 18;
+    /// Runs a Lua script (EVAL, EVALSHA, FCALL and their `_RO` forms): an EXEC that queued one runs on a script
+    /// thread, as the script alone would (transaction_family.rs). Not shown by COMMAND.
+    pub const RUNS_SCRIPT: u32 = 1 << 19;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -86,6 +98,8 @@ pub mod flags {
         (STALE, "stale"),
         (NO_MULTI, "no_multi"),
         (NOSCRIPT, "noscript"),
+        (ALLOW_BUSY, "allow_busy"),
+        (NUMKEYS_AT_2, "movablekeys"),
     ];
 }
 

@@ -104,14 +104,15 @@ fn parse_library_header(code: &Bytes) -> Result<(String, Bytes), Value> {
     }
     let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
     let line = String::from_utf8_lossy(&code[2..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("");
+    // The engine is everything up to the first space (`#! name=x` names the engine ''), as Redis reads it.
+    let (engine, rest) = line.split_once(' ').unwrap_or((&line, ""));
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(script_error(ScriptError::EngineNotFound, engine));
     }
     let mut name = None;
-    for p in parts {
+    for p in rest.split(' ').filter(|p| !p.is_empty()) {
         match p.strip_prefix("name=") {
+            Some(_) if name.is_some() => return Err(Value::error(ERR_FUNCTION_NAME_TWICE)),
             Some(n) => name = Some(n.to_string()),
             None => return Err(script_error(ScriptError::InvalidMetadata, p)),
         }
@@ -124,6 +125,12 @@ fn parse_library_header(code: &Bytes) -> Result<(String, Bytes), Value> {
 }
 
 impl Registry {
+    /// A function by name, in any case (Redis's function names are case-insensitive; `functions` is keyed by the
+    /// lower-case name, FUNCTION LIST shows the name as registered).
+    pub fn function(&self, name: &str) -> Option<&RegisteredFunction> {
+        self.functions.get(&name.to_ascii_lowercase())
+    }
+
     /// FUNCTION LOAD: compiles and runs the library's code, collecting what it registers. Returns the library name.
     pub fn load_library(&mut self, lua: &mlua::Lua, bridge: &Table, code: &Bytes, replace: bool) -> Result<String, Value> {
         let (name, body) = parse_library_header(code)?;
@@ -144,7 +151,7 @@ impl Registry {
                 let r = register(lua, &args, &lib_name);
                 match r {
                     Ok(f) => {
-                        if !names.insert(f.0.clone()) {
+                        if !names.insert(f.0.to_ascii_lowercase()) {
                             return Err(mlua::Error::RuntimeError("Function already exists in the library".into()));
                         }
                         registered.push(f);
@@ -169,7 +176,7 @@ impl Registry {
             return Err(Value::error(ERR_FUNCTION_NONE_REGISTERED));
         }
         for (fname, _) in &registered {
-            if let Some(existing) = self.functions.get(fname) {
+            if let Some(existing) = self.function(fname) {
                 if existing.library != name {
                     return Err(script_error(ScriptError::FunctionExists, fname));
                 }
@@ -178,7 +185,7 @@ impl Registry {
         self.delete_library(&name);
         let names = registered.iter().map(|(n, _)| n.clone()).collect();
         for (fname, f) in registered {
-            self.functions.insert(fname, f);
+            self.functions.insert(fname.to_ascii_lowercase(), f);
         }
         self.libraries.insert(name.clone(), Library { code: code.clone(), functions: names });
         Ok(name)
@@ -218,7 +225,7 @@ impl Registry {
         match self.libraries.remove(name) {
             Some(lib) => {
                 for f in lib.functions {
-                    self.functions.remove(&f);
+                    self.functions.remove(&f.to_ascii_lowercase());
                 }
                 true
             }

@@ -51,6 +51,8 @@ pub struct RunState {
     pub wrote: AtomicBool,
     /// The running script is a function (FCALL), not EVAL.
     pub is_function: AtomicBool,
+    /// The running function's name and the command that called it (FUNCTION STATS `running_script`).
+    pub current: Mutex<Option<(String, Vec<Bytes>)>>,
     /// While FUNCTION LOAD runs a library's top-level code: the monotonic ms after which it is stopped (0: none).
     pub load_deadline: AtomicU64,
 }
@@ -154,11 +156,17 @@ impl Scripting {
     /// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true).
     pub fn kill(&self, function: bool) -> Value {
         let run = &self.run;
-        if !run.running.load(Ordering::Acquire) || run.is_function.load(Ordering::Acquire) != function {
+        if !run.running.load(Ordering::Acquire) {
             return Value::error(if function { ERR_NOTBUSY_FUNCTION } else { ERR_NOTBUSY_SCRIPT });
         }
         if run.wrote.load(Ordering::Acquire) {
             return Value::error(ERR_UNKILLABLE);
+        }
+        // Each kill command stops only its own kind: SCRIPT KILL during a function (or FUNCTION KILL during EVAL)
+        // is answered with the BUSY error that names the right one, as in Redis.
+        let running_function = run.is_function.load(Ordering::Acquire);
+        if running_function != function {
+            return Value::error(if running_function { ERR_BUSY_FUNCTION } else { ERR_BUSY_SCRIPT });
         }
         run.kill.store(KILL_SCRIPT, Ordering::Release);
         Value::ok()
