@@ -240,6 +240,7 @@ pub const ERR_FUNCTION_NO_LIBRARY: &str = "ERR Library not found";
 pub const ERR_FUNCTION_BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
 pub const ERR_SCRIPT_OOM: &str = "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
 pub const ERR_SCRIPT_WRITE_ON_REPLICA: &str = "READONLY Can not run script with write flag on readonly replica";
+pub const ERR_FUNCTION_BAD_METADATA: &str = "ERR Invalid library metadata";
 pub const ERR_FUNCTION_NAME_TWICE: &str = "ERR Invalid metadata value, name argument was given multiple times";
 pub const ERR_FCALL_NUMKEYS: &str = "ERR Bad number of keys provided";
 pub const ERR_FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";

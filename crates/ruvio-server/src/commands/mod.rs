@@ -346,7 +346,9 @@ pub fn call(ctx: &mut Ctx) -> Value {
     };
     // A durable connection's wait depends on whether the command logged anything (EXEC and scripts included): its
     // staged records are counted before and after. Nothing commits the log while one command runs.
-    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay).then(|| ctx.store().log.len());
+    // (Not for the commands that run during a busy script: they log nothing and must not wait for its lock.)
+    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay && !ctx.spec.has(flags::ALLOW_BUSY))
+        .then(|| ctx.store().log.len());
     let reply = (ctx.spec.handler)(ctx);
     if ctx.is_locked() {
         let now = ctx.now;

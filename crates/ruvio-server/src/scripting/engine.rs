@@ -68,7 +68,9 @@ redis.breakpoint = function() return false end
 redis.debug = function() end
 redis.acl_check_cmd = function() return true end
 redis.setresp = redis.setresp
-redis.register_function = function(...)
+-- register_function is not in the `redis` table scripts and functions see (calling it there is `attempt to call
+-- field 'register_function' (a nil value)`, as in Redis); it is in the load-time one below.
+local register_function = function(...)
   if not B.register then error({err = "ERR redis.register_function can only be called on FUNCTION LOAD command"}, 0) end
   return B.register(...)
 end
@@ -126,6 +128,32 @@ for k in pairs(G) do G[k] = nil end
 local gmt = {__index = base, __newindex = function() error("Attempt to modify a readonly table", 2) end}
 gmt.__metatable = readonly(gmt)
 setmetatable(G, gmt)
+
+-- What a library's top-level code sees while FUNCTION LOAD runs it (Redis 7.0's load-time globals): only `redis`
+-- with register_function, log and the version fields; anything else (math, redis.call, getmetatable, ...) is a
+-- nonexistent global variable. The globals' __index is switched to it for the load and back afterwards, so the
+-- functions the library registers see the full environment when they run.
+local function strict(t)
+  local proxy = {}
+  setmetatable(proxy, {
+    __index = function(_, k)
+      local v = t[k]
+      if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
+      return v
+    end,
+    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+    __metatable = false,
+  })
+  protected[proxy] = true
+  return proxy
+end
+local load_redis = {register_function = register_function, log = redis.log,
+  LOG_DEBUG = redis.LOG_DEBUG, LOG_VERBOSE = redis.LOG_VERBOSE, LOG_NOTICE = redis.LOG_NOTICE,
+  LOG_WARNING = redis.LOG_WARNING, REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM}
+local load_globals = strict({redis = strict(load_redis)})
+-- Switched from Rust with raw sets (no Lua code runs, so a kill or the load timeout pending in the hook cannot stop
+-- the switch back).
+B.globals_mt, B.load_globals, B.run_globals = gmt, load_globals, base
 "#;
 
 /// Redis's `LUA_GC_CYCLE_PERIOD`: every this many script runs the collector takes [`GC_STEPS`] basic steps.
