@@ -470,6 +470,9 @@ impl Connection {
     }
 
     fn push_reply(&mut self, v: &Value) {
+        if let Value::Error(text) = v {
+            self.shared.stats.count_error(text);
+        }
         encode(v, self.state.proto, &mut self.outbuf);
     }
 

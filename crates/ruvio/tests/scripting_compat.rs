@@ -192,4 +192,102 @@ fn info_takes_several_sections() {
     let info = text(&c.cmd(&["INFO", "server", "CLIENTS"]));
     assert!(info.contains("# Server") && info.contains("# Clients"), "{info}");
     assert!(!info.contains("# Memory"), "{info}");
+    // INFO errorstats counts error replies by code (a script's own code too); CONFIG RESETSTAT clears it.
+    assert!(is_ok(&c.cmd(&["CONFIG", "RESETSTAT"])));
+    assert_eq!(text(&c.cmd(&["EVAL", "return redis.error_reply('MY_ERR_CODE custom msg')", "0"])), "MY_ERR_CODE custom msg");
+    c.cmd(&["INCR", "notanumber-but-missing"]);
+    c.cmd(&["NOSUCHCOMMAND"]);
+    c.cmd(&["GET"]);
+    let stats = text(&c.cmd(&["INFO", "errorstats"]));
+    assert!(stats.contains("# Errorstats\r\nerrorstat_ERR:count=2\r\nerrorstat_MY_ERR_CODE:count=1\r\n"), "{stats}");
+    assert!(is_ok(&c.cmd(&["CONFIG", "RESETSTAT"])));
+    assert!(!text(&c.cmd(&["INFO", "errorstats"])).contains("errorstat_"));
+}
+
+#[test]
+fn libraries_load_with_redis_load_time_globals() {
+    let server = server("compat-load-env");
+    let mut c = server.conn();
+    let load = |c: &mut Conn, code: &str| text(&c.cmd(&["FUNCTION", "LOAD", "REPLACE", &format!("#!lua name=lib\n{code}")]));
+    // Only redis.register_function, redis.log and the version fields exist while the library's code runs.
+    assert!(load(&mut c, "return math.random()").contains("Script attempted to access nonexistent global variable 'math'"));
+    assert!(load(&mut c, "return redis.call('ping')").contains("nonexistent global variable 'call'"));
+    assert!(load(&mut c, "mt = getmetatable(_G)").contains("nonexistent global variable 'getmetatable'"));
+    assert!(load(&mut c, "a = 1").contains("Attempt to modify a readonly table"));
+    // register_function's argument errors (Redis 7.0's texts).
+    let cases = [
+        ("redis.register_function('f1')", "calling redis.register_function with a single argument is only applicable to Lua table"),
+        ("redis.register_function({}, function() end)", "first argument to redis.register_function must be a string"),
+        ("redis.register_function('f1', 'x')", "second argument to redis.register_function must be a function"),
+        ("redis.register_function('f 1', function() end)", "Library names can only contain letters, numbers, or underscores(_)"),
+        ("redis.register_function{function_name=function() end, callback=function() end}", "function_name argument given to redis.register_function must be a string"),
+        ("redis.register_function{function_name='f1', callback='bad'}", "callback argument given to redis.register_function must be a function"),
+        ("redis.register_function{function_name='f1', callback=function() end, flags='x'}", "flags argument to redis.register_function must be a table representing function flags"),
+        ("redis.register_function{function_name='f1', callback=function() end, flags={function() end}}", "unknown flag given"),
+    ];
+    for (code, want) in cases {
+        let got = load(&mut c, code);
+        assert!(got.contains(want), "{code}: {got}");
+    }
+    // The registered functions run with the full environment; register_function is not there any more.
+    let lib = "local function seed() return math.floor(2.5) end\nredis.register_function('f1', function() return seed() end)\nredis.register_function('f2', function() redis.register_function('f3', function() end) end)";
+    assert_eq!(load(&mut c, lib), "lib");
+    assert_eq!(c.cmd(&["FCALL", "f1", "0"]), Value::Integer(2));
+    assert!(text(&c.cmd(&["FCALL", "f2", "0"])).contains("attempt to call field 'register_function' (a nil value)"));
+    // A quoted name in the shebang is read as Redis's argument splitter reads it.
+    assert_eq!(text(&c.cmd(&["FUNCTION", "LOAD", "#!lua name=\"quoted\"\nredis.register_function('q', function() return 1 end)"])), "quoted");
+    // After a load that failed, EVAL scripts see the normal globals.
+    assert_eq!(c.cmd(&["EVAL", "return math.floor(7.9)", "0"]), Value::Integer(7));
+}
+
+#[test]
+fn scripts_are_checked_against_their_flags_and_min_replicas() {
+    let server = server("compat-flags");
+    let mut c = server.conn();
+    assert!(is_ok(&c.cmd(&["SET", "x", "v"])));
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"])));
+    // A shebang without no-writes is refused up front, even if it only reads; no-writes and plain scripts read.
+    assert_eq!(text(&c.cmd(&["EVAL", "#!lua\nreturn redis.call('get', KEYS[1])", "1", "x"])), "NOREPLICAS Not enough good replicas to write.");
+    assert_eq!(text(&c.cmd(&["EVAL", "#!lua flags=no-writes\nreturn redis.call('get', KEYS[1])", "1", "x"])), "v");
+    assert_eq!(text(&c.cmd(&["EVAL", "return redis.call('get', KEYS[1])", "1", "x"])), "v");
+    // A plain script's write meets min-replicas-to-write as a client's would.
+    assert!(text(&c.cmd(&["EVAL", "return redis.call('set', KEYS[1], 'w')", "1", "x"])).starts_with("NOREPLICAS Not enough good replicas to write."));
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "min-replicas-to-write", "0"])));
+    assert_eq!(text(&c.cmd(&["GET", "x"])), "v");
+    // Over maxmemory a shebang script without allow-oom is refused; with it, it runs.
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "maxmemory", "1"])));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        text(&c.cmd(&["EVAL", "#!lua\nreturn 1", "0"])),
+        "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
+    );
+    assert_eq!(c.cmd(&["EVAL", "#!lua flags=allow-oom\nreturn 1", "0"]), Value::Integer(1));
+    assert!(is_ok(&c.cmd(&["CONFIG", "SET", "maxmemory", "0"])));
+}
+
+#[test]
+fn sandbox_and_library_details_as_redis() {
+    let server = server("compat-sandbox");
+    let mut c = server.conn();
+    let eval = |c: &mut Conn, body: &str| c.cmd(&["EVAL", body, "0"]);
+    assert!(text(&eval(&mut c, "setmetatable(_G, {})")).contains("Attempt to modify a readonly table"));
+    assert!(text(&eval(&mut c, "local g = getmetatable(_G) g.__index = {}")).contains("Attempt to modify a readonly table"));
+    assert!(text(&eval(&mut c, "return loadstring(string.dump(function() return 1 end))()")).contains("attempt to call a nil value"));
+    assert_eq!(eval(&mut c, "return loadstring('return 5')()"), Value::Integer(5));
+    assert!(text(&eval(&mut c, "redis.sha1hex()")).starts_with("ERR wrong number of arguments"));
+    assert!(text(&eval(&mut c, "redis.call('cluster', 'reset', 'hard')")).contains("This Redis command is not allowed from script"));
+    // cjson's depth and invalid-number settings take effect (and are put back by the script).
+    let json = "cjson.encode_max_depth(1) local ok = pcall(cjson.encode, {a = {1}}) cjson.encode_max_depth(1000) \
+                cjson.decode_max_depth(1) local ok2 = pcall(cjson.decode, '{\"a\": {\"b\": 1}}') cjson.decode_max_depth(1000) \
+                local ok3 = pcall(cjson.encode, {n = 0/0}) cjson.encode_invalid_numbers(true) local ok4, s = pcall(cjson.encode, {0/0}) \
+                cjson.encode_invalid_numbers(false) return {tostring(ok), tostring(ok2), tostring(ok3), tostring(ok4), s}";
+    let want: Vec<Value> = ["false", "false", "false", "true", "[NaN]"].iter().map(|s| Value::Bulk(s.to_string().into())).collect();
+    assert_eq!(eval(&mut c, json), Value::Array(want));
+    // A stream of small scripts keeps the Lua state near its base size (garbage is collected in steps).
+    assert!(is_ok(&c.cmd(&["SCRIPT", "FLUSH"])));
+    for _ in 0..3000 {
+        c.cmd(&["EVAL", "return redis.call('incr', KEYS[1])", "1", "n"]);
+    }
+    let lua: u64 = server.info_in("memory", "used_memory_lua").parse().unwrap();
+    assert!(lua < 100 * 1024, "used_memory_lua {lua}");
 }
