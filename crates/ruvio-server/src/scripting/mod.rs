@@ -8,11 +8,12 @@
 //! connections. The script thread takes the store lock and holds it for the whole script (atomic), runs every
 //! `redis.call` through dispatch as a script caller, and wraps the write
 //! records the script produced in MULTI ... EXEC (effects replication: the log holds what the script did, never the
-//! script). Inside MULTI/EXEC the script runs inline under EXEC's lock.
+//! script). Inside MULTI/EXEC the script runs inline under EXEC's lock, and an EXEC that queued a script runs as a
+//! whole on the script thread (`transaction_family::exec_on_script_thread`), never on an I/O thread.
 //!
 //! While a script runs, [`RunState`] says so; connections check it before they wait for the store lock
-//! ([`host::busy_gate`]): past `busy-reply-threshold` they answer `-BUSY` instead of waiting, except for SCRIPT
-//! KILL, FUNCTION KILL and SHUTDOWN NOSAVE.
+//! ([`host::busy_gate`]): past `busy-reply-threshold` they answer `-BUSY` instead of waiting, except for the
+//! commands the table flags `allow_busy` (SCRIPT KILL, FUNCTION KILL, FUNCTION STATS, SHUTDOWN NOSAVE, MULTI, ...).
 //!
 //! Layers: the engine knows nothing of the server; it runs `redis.call` through the [`engine::Host`] it is given.
 //! [`host`] is the server's side: the host that executes through dispatch, and the gates around scripts.
