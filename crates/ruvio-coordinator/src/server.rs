@@ -28,14 +28,34 @@ pub async fn bind(cfg: &Config) -> Result<Vec<TcpListener>, String> {
     Ok(out)
 }
 
+/// Redis's protected-mode refusal (its first sentences, then what to change on a coordinator).
+pub const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to this coordinator you may adopt one of the following solutions: 1) Set a password with 'requirepass <password>' in its configuration (clients then send AUTH). 2) Bind it to chosen addresses ('bind') instead of every interface. 3) Set 'protected-mode no' in its configuration. Other coordinators may connect by logging in first with sentinel-user/sentinel-pass.\r\n";
+
+fn is_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
+
 pub async fn accept_loop(co: Arc<Coordinator>, l: TcpListener) {
     loop {
         match l.accept().await {
-            Ok((s, _)) => {
+            Ok((mut s, addr)) => {
                 let co = co.clone();
+                let protected = co.cfg.protected() && !is_loopback(addr.ip());
+                if protected && co.cfg.sentinel_pass.is_none() {
+                    // No way to be let in: refused at once, as Redis does.
+                    tokio::spawn(async move {
+                        let _ = s.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
+                    });
+                    continue;
+                }
                 tokio::spawn(async move {
                     co.connected_clients.fetch_add(1, Ordering::Relaxed);
-                    let _ = Session::new(co.clone()).run(s).await;
+                    let mut session = Session::new(co.clone());
+                    session.protected = protected;
+                    let _ = session.run(s).await;
                     co.connected_clients.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -53,6 +73,9 @@ struct Session {
     authed: bool,
     /// Logged in as the other coordinators do (sentinel-user / sentinel-pass): may send `COORDINATOR ...`.
     peer: bool,
+    /// A client from another host while protected mode applies: only a coordinator's login (AUTH or HELLO AUTH
+    /// with sentinel-user/sentinel-pass) is accepted; anything else gets the DENIED text and the connection ends.
+    protected: bool,
     name: Option<String>,
     channels: Vec<String>,
     patterns: Vec<String>,
@@ -105,7 +128,7 @@ pub fn glob(p: &[u8], s: &[u8]) -> bool {
 impl Session {
     fn new(co: Arc<Coordinator>) -> Session {
         let authed = co.cfg.requirepass.is_none();
-        Session { co, proto: Protocol::Resp2, authed, peer: false, name: None, channels: Vec::new(), patterns: Vec::new(), events: None, quit: false }
+        Session { co, proto: Protocol::Resp2, authed, peer: false, protected: false, name: None, channels: Vec::new(), patterns: Vec::new(), events: None, quit: false }
     }
 
     async fn run(mut self, mut s: TcpStream) -> std::io::Result<()> {
@@ -193,6 +216,10 @@ impl Session {
     async fn handle(&mut self, req: Vec<Bytes>) -> Vec<Value> {
         let args: Vec<String> = req.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
         let cmd = args[0].to_ascii_uppercase();
+        if self.protected && !self.peer && !matches!(cmd.as_str(), "AUTH" | "HELLO") {
+            self.quit = true;
+            return vec![err(PROTECTED_MODE_DENIED.trim_start_matches('-').trim_end())];
+        }
         if !self.authed && !matches!(cmd.as_str(), "AUTH" | "HELLO" | "QUIT") {
             return vec![err("NOAUTH Authentication required.")];
         }

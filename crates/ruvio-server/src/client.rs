@@ -93,6 +93,8 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     pub subscriptions: AtomicUsize,
     pub psubscriptions: AtomicUsize,
+    /// Shard channels (SSUBSCRIBE).
+    pub ssubscriptions: AtomicUsize,
     pub in_multi: AtomicBool,
     pub blocked: AtomicBool,
     /// Blocked on keys (BLPOP and friends): CLIENT UNBLOCK may end the wait.
@@ -125,6 +127,7 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             subscriptions: AtomicUsize::new(0),
             psubscriptions: AtomicUsize::new(0),
+            ssubscriptions: AtomicUsize::new(0),
             in_multi: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             unblockable: AtomicBool::new(false),
@@ -136,6 +139,11 @@ impl ClientInfo {
             durable: Mutex::new(DurablePending::default()),
             user: Mutex::new("default".into()),
         }
+    }
+
+    /// Whether it has any subscription (channel, pattern or shard channel): a pub/sub client.
+    pub fn is_pubsub(&self) -> bool {
+        self.subscriptions.load(Ordering::Relaxed) + self.psubscriptions.load(Ordering::Relaxed) + self.ssubscriptions.load(Ordering::Relaxed) > 0
     }
 
     /// Asks the connection to close (CLIENT KILL, output limit, shutdown).
@@ -159,14 +167,14 @@ impl ClientInfo {
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
-        if self.subscriptions.load(Ordering::Relaxed) + self.psubscriptions.load(Ordering::Relaxed) > 0 {
+        if self.is_pubsub() {
             flags.push('P');
         }
         if flags.is_empty() {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -177,6 +185,7 @@ impl ClientInfo {
             self.db.load(Ordering::Relaxed),
             self.subscriptions.load(Ordering::Relaxed),
             self.psubscriptions.load(Ordering::Relaxed),
+            self.ssubscriptions.load(Ordering::Relaxed),
             self.outbox.pending_bytes(),
             match *self.last_cmd.lock() {
                 (Some(parent), name) => format!("{parent}|{name}"),
@@ -236,6 +245,8 @@ pub struct ClientState {
     pub stale_watches: Vec<(Vec<Watched>, Arc<WatchFlag>)>,
     pub channels: HashSet<Bytes>,
     pub patterns: HashSet<Bytes>,
+    /// Shard channels (SSUBSCRIBE): a namespace of their own, as in Redis.
+    pub shard_channels: HashSet<Bytes>,
     /// Close the connection once the current reply is written (QUIT).
     pub close_after_reply: bool,
     /// Close the connection without writing the current reply (SHUTDOWN, as Redis does).
@@ -275,6 +286,7 @@ impl ClientState {
             stale_watches: Vec::new(),
             channels: HashSet::new(),
             patterns: HashSet::new(),
+            shard_channels: HashSet::new(),
             close_after_reply: false,
             close_without_reply: false,
             extra_replies: Vec::new(),
@@ -307,7 +319,7 @@ impl ClientState {
     }
 
     pub fn subscribed(&self) -> bool {
-        !self.channels.is_empty() || !self.patterns.is_empty()
+        !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
     }
 
     pub fn id(&self) -> u64 {

@@ -273,7 +273,7 @@ fn client_list(ctx: &mut Ctx) -> Value {
     clients.sort_by_key(|c| c.id);
     let mut out = String::new();
     let type_ok = |c: &crate::client::ClientInfo| {
-        let pubsub = c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0;
+        let pubsub = c.is_pubsub();
         match type_filter.as_deref() {
             None => true,
             Some("pubsub") => pubsub,
@@ -282,7 +282,8 @@ fn client_list(ctx: &mut Ctx) -> Value {
             Some(_) => false,
         }
     };
-    for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
+    // A killed client is gone for everyone else already (Redis frees it at once); its task is only closing it.
+    for c in clients.iter().filter(|c| !c.is_killed() && ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
         out.push_str(&c.describe());
         out.push('\n');
     }
@@ -416,7 +417,7 @@ fn client_type_by_name(name: &str) -> Option<&'static str> {
 /// A client's class, as Redis's getClientType: `pubsub` while it has subscriptions, else `normal` (Ruvio has no
 /// replication links yet, so never `master` or `replica`).
 fn client_type(c: &crate::client::ClientInfo) -> &'static str {
-    if c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0 {
+    if c.is_pubsub() {
         "pubsub"
     } else {
         "normal"

@@ -72,18 +72,26 @@ pub mod flags {
     /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
     /// no user has unless configured (acl.rs).
     pub const COORDINATION: u32 = 1 << 16;
+    /// Argument 1 is a channel the command publishes to (PUBLISH): the ACL's channel rules (`&pattern`) apply
+    /// to it (acl.rs). Not shown by COMMAND.
+    pub const CHANNEL_PUBLISH: u32 = 1 << 17;
+    /// Arguments 1.. are channels the command subscribes to (SUBSCRIBE): the ACL's channel rules apply.
+    pub const CHANNEL_SUBSCRIBE: u32 = 1 << 18;
+    /// Arguments 1.. are patterns the command subscribes to (PSUBSCRIBE): each is allowed only by the very same
+    /// ACL channel pattern, as in Redis.
+    pub const PATTERN_SUBSCRIBE: u32 = 1 << 19;
     /// May run while a script is busy (past `busy-reply-threshold`), when everything else gets `-BUSY` (Redis's
     /// `allow_busy`): the kill and stats commands, SHUTDOWN (NOSAVE), and what keeps a connection's state sane
     /// (MULTI, DISCARD, UNWATCH, AUTH, HELLO, QUIT, RESET), so a pipelined transaction is never half-queued. Such a
     /// command must not wait for the store lock (the script holds it): WATCH, which registers on keys, is left
     /// out, and UNWATCH's release of watched keys is deferred while a script runs (transaction_family.rs).
-    pub const ALLOW_BUSY: u32 = 1 << 17;
+    pub const ALLOW_BUSY: u32 = 1 << 20;
     /// Argument 2 counts the keys that follow it (EVAL, EVALSHA, FCALL and their `_RO` forms: Redis's `keynum`
     /// key spec, shown by COMMAND as `movablekeys`); COMMAND GETKEYS reads it.
-    pub const NUMKEYS_AT_2: u32 = 1 << 18;
+    pub const NUMKEYS_AT_2: u32 = 1 << 21;
     /// Runs a Lua script (EVAL, EVALSHA, FCALL and their `_RO` forms): an EXEC that queued one runs on a script
     /// thread, as the script alone would (transaction_family.rs). Not shown by COMMAND.
-    pub const RUNS_SCRIPT: u32 = 1 << 19;
+    pub const RUNS_SCRIPT: u32 = 1 << 22;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -131,6 +139,18 @@ impl CommandSpec {
             argc == self.arity as usize
         } else {
             argc >= (-self.arity) as usize
+        }
+    }
+
+    /// Indexes of the channel arguments in `args` the ACL checks, and whether they are patterns (matched
+    /// literally against the user's channel rules).
+    pub fn channel_indexes(&self, argc: usize) -> (std::ops::Range<usize>, bool) {
+        if self.has(flags::CHANNEL_PUBLISH) {
+            (1..2.min(argc), false)
+        } else if self.has(flags::CHANNEL_SUBSCRIBE) || self.has(flags::PATTERN_SUBSCRIBE) {
+            (1..argc, self.has(flags::PATTERN_SUBSCRIBE))
+        } else {
+            (0..0, false)
         }
     }
 

@@ -223,6 +223,8 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
     let mut client = ClientState::new(ctx.client.info.clone(), true);
     client.db = ctx.client.db;
     client.proto = ctx.client.proto;
+    // The script's commands are checked against the caller's ACL user, as in Redis (dispatch.rs, context `lua`).
+    client.user = ctx.client.user.clone();
     // A durable connection's script reports its writes and grants (through the shared ClientInfo) for the wait.
     client.durability_replicas = ctx.client.durability_replicas;
     let (tx, mut rx) = tokio::sync::oneshot::channel();

@@ -121,6 +121,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
     }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
     ctx.shared.metrics.slow.configure(&next);
+    ctx.shared.acl.set_log_max(next.acllog_max_len);
     ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
     let notify = next.notify_keyspace_events;
     let (old_pass, old_coord) = { let c = ctx.shared.config.read(); (c.requirepass.clone(), c.coordinator_pass.clone()) };
