@@ -39,7 +39,7 @@ static double Percentile(double[] sorted, double p) =>
 static double Us(long ticks) => ticks * 1e6 / Stopwatch.Frequency;
 
 var cycles = new Dictionary<string, List<(double rate, double cpu, double bytes)>>();
-var handovers = new Dictionary<string, List<(double p50, double p99, double mean, double p50Sent, int n, double cpu, double bytes)>>();
+var handovers = new Dictionary<string, List<(double p50, double p99, double mean, double p50Sent, double p99Sent, double meanSent, int n, double cpu, double bytes)>>();
 
 async Task<(double rate, double cpu, double bytes)> Measure(string name, int n, Func<int, Task> cycle)
 {
@@ -146,11 +146,13 @@ async Task MeasureHandOver(string name, Func<Task<object>> acquire, Func<object,
     var sorted = lat.OrderBy(x => x).ToArray();
     var sortedSent = latSent.OrderBy(x => x).ToArray();
     var cycleCount = Math.Max(1, windowSeq.to - windowSeq.from);
-    var r = (Percentile(sorted, 50), Percentile(sorted, 99), sorted.DefaultIfEmpty(double.NaN).Average(), Percentile(sortedSent, 50),
+    var r = (Percentile(sorted, 50), Percentile(sorted, 99), sorted.DefaultIfEmpty(double.NaN).Average(),
+        Percentile(sortedSent, 50), Percentile(sortedSent, 99), sortedSent.DefaultIfEmpty(double.NaN).Average(),
         sorted.Length, Us(cpuTicks) / cycleCount, (double)allocated / cycleCount);
     (handovers.TryGetValue(name, out var l) ? l : handovers[name] = []).Add(r);
-    Console.WriteLine($"  {name,-62} release returned -> next grant: p50 {r.Item1,8:0.0} us, p99 {r.Item2,9:0.0} us, mean {r.Item3,8:0.0} us " +
-        $"(release sent -> grant p50 {r.Item4:0.0} us; {r.Item5} hand-overs, {self} to the releaser itself; {r.Item6:0.0} us CPU, {r.Item7:0} B per cycle)  (load {load})");
+    Console.WriteLine($"  {name,-40} release returned -> next grant: p50 {r.Item1:0.0} us, p99 {r.Item2:0.0} us, mean {r.Item3:0.0} us; " +
+        $"release sent -> next grant: p50 {r.Item4:0.0} us, p99 {r.Item5:0.0} us, mean {r.Item6:0.0} us; {r.Item7} hand-overs ({self} to the releaser itself); " +
+        $"{r.Item8:0.0} us CPU, {r.Item9:0} B per hand-over  (load {load})");
 }
 
 var handoverOptions = new RuvioLockOptions { Wait = TimeSpan.FromSeconds(30) };
@@ -197,7 +199,8 @@ for (var round = 1; round <= rounds; round++)
     Ratio("t2", a2.rate / b2.rate); Ratio("c2", a2.cpu / b2.cpu); Ratio("b2", a2.bytes / b2.bytes);
     var h3 = handovers[A3][^1];
     var d3 = handovers[B3][^1];
-    Ratio("h50", d3.p50 / h3.p50); Ratio("hmean", d3.mean / h3.mean); Ratio("h50sent", d3.p50Sent / h3.p50Sent);
+    Ratio("h50", d3.p50 / h3.p50); Ratio("hmean", d3.mean / h3.mean);
+    Ratio("h50sent", d3.p50Sent / h3.p50Sent); Ratio("h99sent", d3.p99Sent / h3.p99Sent); Ratio("hmeansent", d3.meanSent / h3.meanSent);
 }
 
 Console.WriteLine();
@@ -208,10 +211,12 @@ Console.WriteLine("|---|---|---|---|");
 foreach (var (name, list) in cycles)
     Console.WriteLine($"| {name}, {callers} callers | {Median(list.Select(x => x.rate)):0} | {Median(list.Select(x => x.cpu)):0.0} us | {Median(list.Select(x => x.bytes)):0} B |");
 Console.WriteLine();
-Console.WriteLine($"| hand-over, {HandOverCallers} callers on one key | p50 | p99 | mean | release sent -> grant, p50 | hand-overs per round |");
-Console.WriteLine("|---|---|---|---|---|---|");
+Console.WriteLine($"| hand-over, {HandOverCallers} callers on one key | release returned -> next grant: p50 / p99 / mean | release sent -> next grant: p50 / p99 / mean | hand-overs per round | CPU, bytes per hand-over |");
+Console.WriteLine("|---|---|---|---|---|");
 foreach (var (name, list) in handovers)
-    Console.WriteLine($"| {name} | {Median(list.Select(x => x.p50)):0.0} us | {Median(list.Select(x => x.p99)):0.0} us | {Median(list.Select(x => x.mean)):0.0} us | {Median(list.Select(x => x.p50Sent)):0.0} us | {string.Join(", ", list.Select(x => x.n))} |");
+    Console.WriteLine($"| {name} | {Median(list.Select(x => x.p50)):0.0} / {Median(list.Select(x => x.p99)):0.0} / {Median(list.Select(x => x.mean)):0.0} us " +
+        $"| {Median(list.Select(x => x.p50Sent)):0.0} / {Median(list.Select(x => x.p99Sent)):0.0} / {Median(list.Select(x => x.meanSent)):0.0} us " +
+        $"| {string.Join(", ", list.Select(x => x.n))} | {Median(list.Select(x => x.cpu)):0.0} us, {Median(list.Select(x => x.bytes)):0} B |");
 Console.WriteLine();
 Console.WriteLine("| comparison (median of the per-round ratios) | throughput | CPU/cycle | bytes/cycle |");
 Console.WriteLine("|---|---|---|---|");
@@ -219,4 +224,5 @@ Console.WriteLine($"| Ruvio.Client vs SE.Redis LockTake+LockRelease | {Median(ra
 Console.WriteLine($"| helper vs DistributedLock.Redis | {Median(ratios["t2"]):0.00}x | {Median(ratios["c2"]):0.00}x | {Median(ratios["b2"]):0.00}x |");
 Console.WriteLine();
 Console.WriteLine($"hand-over, DistributedLock / helper (how many times faster the helper hands over; median of the per-round ratios): " +
-    $"p50 {Median(ratios["h50"]):0.0}x, mean {Median(ratios["hmean"]):0.0}x, release sent -> grant p50 {Median(ratios["h50sent"]):0.0}x");
+    $"release sent -> next grant: p50 {Median(ratios["h50sent"]):0.0}x, p99 {Median(ratios["h99sent"]):0.0}x, mean {Median(ratios["hmeansent"]):0.0}x; " +
+    $"release returned -> next grant: p50 {Median(ratios["h50"]):0.0}x, mean {Median(ratios["hmean"]):0.0}x (a negative ratio: the helper's next grant usually returns before the release call does)");
