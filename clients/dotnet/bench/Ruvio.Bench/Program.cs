@@ -20,6 +20,8 @@ var redisAddr = args[1];
 var seconds = args.Length > 2 ? double.Parse(args[2], CultureInfo.InvariantCulture) : 5;
 var callers = args.Length > 3 ? int.Parse(args[3], CultureInfo.InvariantCulture) : 50;
 var rounds = args.Length > 4 ? int.Parse(args[4], CultureInfo.InvariantCulture) : 3;
+// RUVIO_BENCH_ONLY=1,2,3 runs only those comparisons (1: raw commands, 2: lock helper, 3: hand-over); default all.
+var only = (Environment.GetEnvironmentVariable("RUVIO_BENCH_ONLY") ?? "1,2,3").Split(',', StringSplitOptions.TrimEntries);
 const int HandOverCallers = 20;
 
 await using var ruvio = await RuvioConnection.ConnectAsync($"{ruvioAddr},asyncTimeout=30000");
@@ -168,39 +170,48 @@ Console.WriteLine($"{seconds} s per measurement, {callers} callers (hand-over: {
 for (var round = 1; round <= rounds; round++)
 {
     Console.WriteLine($"round {round}:");
-    var a1 = await Measure(A1, callers, async i =>
+    if (only.Contains("1"))
     {
-        var t = await rdb.LeaseAsync($"b:{run}:l:{i}", 30_000);
-        await rdb.ReleaseAsync($"b:{run}:l:{i}", t!.Value);
-    });
-    var b1 = await Measure(B1, callers, async i =>
+        var a1 = await Measure(A1, callers, async i =>
+        {
+            var t = await rdb.LeaseAsync($"b:{run}:l:{i}", 30_000);
+            await rdb.ReleaseAsync($"b:{run}:l:{i}", t!.Value);
+        });
+        var b1 = await Measure(B1, callers, async i =>
+        {
+            var key = $"b:{run}:s:{i}";
+            if (!await sdb.LockTakeAsync(key, "me", TimeSpan.FromSeconds(30))) throw new Exception("not taken");
+            await sdb.LockReleaseAsync(key, "me");
+        });
+        Ratio("t1", a1.rate / b1.rate); Ratio("c1", a1.cpu / b1.cpu); Ratio("b1", a1.bytes / b1.bytes);
+    }
+    if (only.Contains("2"))
     {
-        var key = $"b:{run}:s:{i}";
-        if (!await sdb.LockTakeAsync(key, "me", TimeSpan.FromSeconds(30))) throw new Exception("not taken");
-        await sdb.LockReleaseAsync(key, "me");
-    });
-    var a2 = await Measure(A2, callers, async i =>
+        var a2 = await Measure(A2, callers, async i =>
+        {
+            var l = await rdb.TryAcquireLockAsync($"b:{run}:h:{i}", TimeSpan.FromSeconds(30));
+            await l!.ReleaseAsync();
+        });
+        var b2 = await Measure(B2, callers, async i =>
+        {
+            var h = await dlLocks[i].TryAcquireAsync();
+            await h!.DisposeAsync();
+        });
+        Ratio("t2", a2.rate / b2.rate); Ratio("c2", a2.cpu / b2.cpu); Ratio("b2", a2.bytes / b2.bytes);
+    }
+    if (only.Contains("3"))
     {
-        var l = await rdb.TryAcquireLockAsync($"b:{run}:h:{i}", TimeSpan.FromSeconds(30));
-        await l!.ReleaseAsync();
-    });
-    var b2 = await Measure(B2, callers, async i =>
-    {
-        var h = await dlLocks[i].TryAcquireAsync();
-        await h!.DisposeAsync();
-    });
-    await MeasureHandOver(A3,
-        async () => (await rdb.TryAcquireLockAsync($"b:{run}:one", TimeSpan.FromSeconds(30), handoverOptions))!,
-        h => ((IRuvioLock)h).ReleaseAsync());
-    await MeasureHandOver(B3,
-        async () => (await one.TryAcquireAsync(TimeSpan.FromSeconds(30)))!,
-        h => ((RedisDistributedLockHandle)h).DisposeAsync().AsTask());
-    Ratio("t1", a1.rate / b1.rate); Ratio("c1", a1.cpu / b1.cpu); Ratio("b1", a1.bytes / b1.bytes);
-    Ratio("t2", a2.rate / b2.rate); Ratio("c2", a2.cpu / b2.cpu); Ratio("b2", a2.bytes / b2.bytes);
-    var h3 = handovers[A3][^1];
-    var d3 = handovers[B3][^1];
-    Ratio("h50", d3.p50 / h3.p50); Ratio("hmean", d3.mean / h3.mean);
-    Ratio("h50sent", d3.p50Sent / h3.p50Sent); Ratio("h99sent", d3.p99Sent / h3.p99Sent); Ratio("hmeansent", d3.meanSent / h3.meanSent);
+        await MeasureHandOver(A3,
+            async () => (await rdb.TryAcquireLockAsync($"b:{run}:one", TimeSpan.FromSeconds(30), handoverOptions))!,
+            h => ((IRuvioLock)h).ReleaseAsync());
+        await MeasureHandOver(B3,
+            async () => (await one.TryAcquireAsync(TimeSpan.FromSeconds(30)))!,
+            h => ((RedisDistributedLockHandle)h).DisposeAsync().AsTask());
+        var h3 = handovers[A3][^1];
+        var d3 = handovers[B3][^1];
+        Ratio("h50", d3.p50 / h3.p50); Ratio("hmean", d3.mean / h3.mean);
+        Ratio("h50sent", d3.p50Sent / h3.p50Sent); Ratio("h99sent", d3.p99Sent / h3.p99Sent); Ratio("hmeansent", d3.meanSent / h3.meanSent);
+    }
 }
 
 Console.WriteLine();
@@ -220,9 +231,9 @@ foreach (var (name, list) in handovers)
 Console.WriteLine();
 Console.WriteLine("| comparison (median of the per-round ratios) | throughput | CPU/cycle | bytes/cycle |");
 Console.WriteLine("|---|---|---|---|");
-Console.WriteLine($"| Ruvio.Client vs SE.Redis LockTake+LockRelease | {Median(ratios["t1"]):0.00}x | {Median(ratios["c1"]):0.00}x | {Median(ratios["b1"]):0.00}x |");
-Console.WriteLine($"| helper vs DistributedLock.Redis | {Median(ratios["t2"]):0.00}x | {Median(ratios["c2"]):0.00}x | {Median(ratios["b2"]):0.00}x |");
+if (ratios.ContainsKey("t1")) Console.WriteLine($"| Ruvio.Client vs SE.Redis LockTake+LockRelease | {Median(ratios["t1"]):0.00}x | {Median(ratios["c1"]):0.00}x | {Median(ratios["b1"]):0.00}x |");
+if (ratios.ContainsKey("t2")) Console.WriteLine($"| helper vs DistributedLock.Redis | {Median(ratios["t2"]):0.00}x | {Median(ratios["c2"]):0.00}x | {Median(ratios["b2"]):0.00}x |");
 Console.WriteLine();
-Console.WriteLine($"hand-over, DistributedLock / helper (how many times faster the helper hands over; median of the per-round ratios): " +
+if (ratios.ContainsKey("h50")) Console.WriteLine($"hand-over, DistributedLock / helper (how many times faster the helper hands over; median of the per-round ratios): " +
     $"release sent -> next grant: p50 {Median(ratios["h50sent"]):0.0}x, p99 {Median(ratios["h99sent"]):0.0}x, mean {Median(ratios["hmeansent"]):0.0}x; " +
     $"release returned -> next grant: p50 {Median(ratios["h50"]):0.0}x, mean {Median(ratios["hmean"]):0.0}x (a negative ratio: the helper's next grant usually returns before the release call does)");
