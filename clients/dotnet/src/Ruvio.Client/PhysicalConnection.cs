@@ -218,7 +218,18 @@ internal sealed class PhysicalConnection : IAsyncDisposable
                 p.TrySetCanceled(token);
             }, op);
         }
-        if (flush) _ = FlushAsync();
+        if (flush)
+        {
+            // On a pool thread the write goes through the pool's global queue rather than inline: the replies of one
+            // read complete many commands at once, their callers' continuations (queued locally on the reader's
+            // worker) enqueue their next commands before the flush runs, and one write (one syscall) carries them
+            // all: about a third of the client CPU per lock cycle with 50 callers (clients/dotnet/BENCHMARKS.md).
+            // Elsewhere (an application's own thread) it is written inline, needing no pool thread.
+            if (Thread.CurrentThread.IsThreadPoolThread)
+                ThreadPool.UnsafeQueueUserWorkItem(static c => _ = c.FlushAsync(), this, preferLocal: false);
+            else
+                _ = FlushAsync();
+        }
         return op.Task;
     }
 
