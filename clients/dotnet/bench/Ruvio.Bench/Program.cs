@@ -6,7 +6,8 @@
 //   3. hand-over, 20 callers on one key: the helper waiting in the server's queue (LEASE ... WAIT) vs DistributedLock
 //      waiting (it polls). Measured as latency: for every hand-over, the time from the instant the releasing holder's
 //      ReleaseAsync/DisposeAsync returned to the instant the next holder's acquire call returned, both taken with
-//      Stopwatch.GetTimestamp (one monotonic clock, one process), paired by the order of the holders.
+//      Stopwatch.GetTimestamp (one monotonic clock, one process), paired by the order of the holders; and, the
+//      conservative figure, from the instant the release call was made (it includes the RELEASE round trip).
 // Then the median over the rounds of every figure and of every per-round ratio.
 using System.Diagnostics;
 using System.Globalization;
