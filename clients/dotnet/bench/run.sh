@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side-by-side lock-cycle benchmark of Ruvio.Client (see BENCHMARKS.md). Starts ruvio ($RUVIO_BIN) and redis-server
 # on free loopback ports, builds bench/Ruvio.Bench in Release, runs it.
-# Usage: RUVIO_BIN=target/release/ruvio bash clients/dotnet/bench/run.sh [seconds per measurement] [callers]
+# Usage: RUVIO_BIN=target/release/ruvio bash clients/dotnet/bench/run.sh [seconds per measurement] [callers] [rounds]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 fail() { echo "clients/dotnet/bench/run.sh: FAIL: $*" >&2; exit 1; }
@@ -18,4 +18,4 @@ for p in "$rp" "$sp"; do
   for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && break; sleep 0.05; done
 done
 dotnet build "$here/Ruvio.Bench/Ruvio.Bench.csproj" -c Release -v quiet -nologo >&2
-dotnet "$here/Ruvio.Bench/bin/Release/net10.0/Ruvio.Bench.dll" "127.0.0.1:$rp" "127.0.0.1:$sp" "${1:-5}" "${2:-50}"
+dotnet "$here/Ruvio.Bench/bin/Release/net10.0/Ruvio.Bench.dll" "127.0.0.1:$rp" "127.0.0.1:$sp" "${1:-5}" "${2:-50}" "${3:-3}"

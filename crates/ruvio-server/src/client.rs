@@ -93,6 +93,8 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     pub subscriptions: AtomicUsize,
     pub psubscriptions: AtomicUsize,
+    /// Shard channels (SSUBSCRIBE).
+    pub ssubscriptions: AtomicUsize,
     pub in_multi: AtomicBool,
     pub blocked: AtomicBool,
     /// Blocked on keys (BLPOP and friends): CLIENT UNBLOCK may end the wait.
@@ -107,6 +109,8 @@ pub struct ClientInfo {
     pub durable: Mutex<DurablePending>,
     /// The ACL user this connection is logged in as (CLIENT LIST `user=`, CLIENT KILL USER, ACL DELUSER).
     pub user: Mutex<String>,
+    /// In MONITOR mode (CLIENT LIST flag `O`; no idle timeout).
+    pub monitor: AtomicBool,
 }
 
 impl ClientInfo {
@@ -125,6 +129,7 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             subscriptions: AtomicUsize::new(0),
             psubscriptions: AtomicUsize::new(0),
+            ssubscriptions: AtomicUsize::new(0),
             in_multi: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             unblockable: AtomicBool::new(false),
@@ -135,7 +140,13 @@ impl ClientInfo {
             outbox: Outbox::default(),
             durable: Mutex::new(DurablePending::default()),
             user: Mutex::new("default".into()),
+            monitor: AtomicBool::new(false),
         }
+    }
+
+    /// Whether it has any subscription (channel, pattern or shard channel): a pub/sub client.
+    pub fn is_pubsub(&self) -> bool {
+        self.subscriptions.load(Ordering::Relaxed) + self.psubscriptions.load(Ordering::Relaxed) + self.ssubscriptions.load(Ordering::Relaxed) > 0
     }
 
     /// Asks the connection to close (CLIENT KILL, output limit, shutdown).
@@ -153,20 +164,23 @@ impl ClientInfo {
         let now = crate::clock::mono_ms();
         let idle = now.saturating_sub(self.last_active.load(Ordering::Relaxed)) / 1000;
         let mut flags = String::new();
+        if self.monitor.load(Ordering::Relaxed) {
+            flags.push('O');
+        }
         if self.in_multi.load(Ordering::Relaxed) {
             flags.push('x');
         }
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
-        if self.subscriptions.load(Ordering::Relaxed) + self.psubscriptions.load(Ordering::Relaxed) > 0 {
+        if self.is_pubsub() {
             flags.push('P');
         }
         if flags.is_empty() {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -177,6 +191,7 @@ impl ClientInfo {
             self.db.load(Ordering::Relaxed),
             self.subscriptions.load(Ordering::Relaxed),
             self.psubscriptions.load(Ordering::Relaxed),
+            self.ssubscriptions.load(Ordering::Relaxed),
             self.outbox.pending_bytes(),
             match *self.last_cmd.lock() {
                 (Some(parent), name) => format!("{parent}|{name}"),
@@ -208,6 +223,16 @@ pub struct Handover {
     pub port: u16,
 }
 
+/// CLIENT REPLY's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    Off,
+    /// SKIP was sent: the next command's reply is left out, then replies resume.
+    SkipNext,
+}
+
 pub struct ClientState {
     pub info: Arc<ClientInfo>,
     pub db: usize,
@@ -221,8 +246,13 @@ pub struct ClientState {
     pub multi_error: bool,
     pub watch_flag: Arc<WatchFlag>,
     pub watched: Vec<Watched>,
+    /// WATCHes dropped while a script held the store lock (UNWATCH, DISCARD, RESET, an EXEC refused with BUSY):
+    /// their flags stay registered on the keys until the connection next holds the lock (nothing reads them).
+    pub stale_watches: Vec<(Vec<Watched>, Arc<WatchFlag>)>,
     pub channels: HashSet<Bytes>,
     pub patterns: HashSet<Bytes>,
+    /// Shard channels (SSUBSCRIBE): a namespace of their own, as in Redis.
+    pub shard_channels: HashSet<Bytes>,
     /// Close the connection once the current reply is written (QUIT).
     pub close_after_reply: bool,
     /// Close the connection without writing the current reply (SHUTDOWN, as Redis does).
@@ -234,6 +264,15 @@ pub struct ClientState {
     /// On a durable connection, the lock a blocked LEASE/SEMAPHORE ... WAIT waits for (database, key): the grant it
     /// receives is one to undo if it is not acknowledged in time.
     pub lock_wait: Option<(usize, Bytes)>,
+    /// CLIENT REPLY ON|OFF|SKIP.
+    pub reply_mode: ReplyMode,
+    /// While an EXEC that runs scripts has this connection's state on a script thread, the connection keeps a
+    /// stand-in ([`ClientState::stand_in`]) and gets the real state back here when the EXEC is over.
+    pub away: Option<tokio::sync::oneshot::Receiver<ClientState>>,
+    /// This state is on a script thread running an EXEC: the EXEC runs here, it is not handed off again.
+    pub on_script_thread: bool,
+    /// The current command's reply is not sent (CLIENT REPLY OFF/SKIP themselves).
+    pub reply_skip_current: bool,
     /// Set by PSYNC: the connection becomes a replication link once this command's batch is done.
     pub handover: Option<Handover>,
 }
@@ -250,13 +289,19 @@ impl ClientState {
             multi_error: false,
             watch_flag: Arc::new(WatchFlag::default()),
             watched: Vec::new(),
+            stale_watches: Vec::new(),
             channels: HashSet::new(),
             patterns: HashSet::new(),
+            shard_channels: HashSet::new(),
             close_after_reply: false,
             close_without_reply: false,
             extra_replies: Vec::new(),
             durability_replicas: 0,
             lock_wait: None,
+            reply_mode: ReplyMode::On,
+            reply_skip_current: false,
+            away: None,
+            on_script_thread: false,
             handover: None,
         }
     }
@@ -280,11 +325,38 @@ impl ClientState {
     }
 
     pub fn subscribed(&self) -> bool {
-        !self.channels.is_empty() || !self.patterns.is_empty()
+        !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
     }
 
     pub fn id(&self) -> u64 {
         self.info.id
+    }
+
+    /// What the connection keeps while this state is away on a script thread (an EXEC that runs scripts): enough
+    /// to read the socket and be killed while it waits; `back` brings the real state back.
+    pub fn stand_in(&self, back: tokio::sync::oneshot::Receiver<ClientState>) -> ClientState {
+        let mut s = ClientState::new(self.info.clone(), self.authenticated);
+        s.db = self.db;
+        s.proto = self.proto;
+        s.user = self.user.clone();
+        s.durability_replicas = self.durability_replicas;
+        s.away = Some(back);
+        s
+    }
+
+    /// Whether the reply of the command that just ran goes out (CLIENT REPLY); called once per command.
+    pub fn take_reply_permission(&mut self) -> bool {
+        if std::mem::take(&mut self.reply_skip_current) {
+            return false;
+        }
+        match self.reply_mode {
+            ReplyMode::On => true,
+            ReplyMode::Off => false,
+            ReplyMode::SkipNext => {
+                self.reply_mode = ReplyMode::On;
+                false
+            }
+        }
     }
 
     /// On a durable connection: this command granted `token` on `key` (database `db`).

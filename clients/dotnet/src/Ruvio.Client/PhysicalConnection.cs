@@ -199,9 +199,10 @@ internal sealed class PhysicalConnection : IAsyncDisposable
             if (a is null) throw new ArgumentNullException(nameof(args), $"an argument of {command} is null");
         var deadline = timeout == Timeout.InfiniteTimeSpan ? long.MaxValue : Stopwatch.GetTimestamp() + (long)(timeout.TotalSeconds * Stopwatch.Frequency);
         var op = new PendingCommand(command, deadline);
-        bool flush;
+        bool flush, busy;
         lock (_sync)
         {
+            busy = _pending.Count > 0;
             if (_closed)
                 throw new RuvioConnectionException($"the connection to {Description} is closed; {command} was not sent", false, _closeReason);
             RespWriter.WriteCommand(_out, command, args);
@@ -218,7 +219,20 @@ internal sealed class PhysicalConnection : IAsyncDisposable
                 p.TrySetCanceled(token);
             }, op);
         }
-        if (flush) _ = FlushAsync();
+        if (flush)
+        {
+            // While other commands await their replies (callers are pipelining) and this is a pool thread, the write
+            // goes through the pool's global queue rather than inline: the replies of one read complete many
+            // commands at once, their callers' continuations (queued locally on the reader's worker) enqueue their
+            // next commands before the flush runs, and one write (one syscall) carries them all: about a third of
+            // the client CPU per lock cycle with 50 callers (clients/dotnet/BENCHMARKS.md). A lone command (an idle
+            // connection: nothing to batch with) or one sent from an application's own thread is written inline,
+            // as before: no extra thread hop for its latency, and no pool thread needed.
+            if (busy && Thread.CurrentThread.IsThreadPoolThread)
+                ThreadPool.UnsafeQueueUserWorkItem(static c => _ = c.FlushAsync(), this, preferLocal: false);
+            else
+                _ = FlushAsync();
+        }
         return op.Task;
     }
 

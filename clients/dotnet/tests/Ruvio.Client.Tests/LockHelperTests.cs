@@ -123,6 +123,34 @@ public sealed class LockHelperTests : IClassFixture<RuvioFixture>
         Assert.True(second.Token > first.Token);
         Assert.True(await second.ReleaseAsync());
     }
+
+    [Fact]
+    public async Task Released_locks_leave_the_watchdog_and_held_ones_still_fire()
+    {
+        await using var c = await Helpers.Connect(_f.Server);
+        var db = c.GetDatabase();
+        // Held through the churn below, not renewed: its LockLost must still fire before its deadline, i.e. the
+        // watchdog's compactions keep live entries.
+        var ttl = TimeSpan.FromMilliseconds(4000);
+        var sent = Stopwatch.GetTimestamp();
+        var held = (await db.TryAcquireLockAsync(Helpers.Key("held"), ttl, new RuvioLockOptions { AutoRenew = false }))!;
+        long lostAt = 0;
+        held.LockLost.Register(() => Volatile.Write(ref lostAt, Stopwatch.GetTimestamp()));
+        var key = Helpers.Key("churn");
+        const int Cycles = 5000;
+        for (var i = 0; i < Cycles; i++)
+        {
+            var l = (await db.TryAcquireLockAsync(key, TimeSpan.FromSeconds(30)))!;
+            Assert.True(await l.ReleaseAsync());
+        }
+        // Each released lock used to stay queued (and reachable) until its old deadline, 29 s later.
+        var queued = LockWatchdog.Count;
+        Assert.True(queued < 2500, $"{queued} entries in the lock watchdog's queue after {Cycles} released locks");
+        await Helpers.WaitUntil(() => Task.FromResult(Volatile.Read(ref lostAt) != 0), TimeSpan.FromSeconds(6), "LockLost of the held lock");
+        var at = Stopwatch.GetElapsedTime(sent, lostAt);
+        Assert.True(at < ttl, $"LockLost fired {at.TotalMilliseconds:0} ms after the send; the server deadline is {ttl.TotalMilliseconds} ms");
+        Assert.Contains("no renewal succeeded", held.LostReason);
+    }
 }
 
 /// <summary>LockLost fires on time with every thread-pool thread blocked (its timer does not depend on the pool).</summary>

@@ -19,11 +19,11 @@ macro_rules! cmd {
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("ping", -1, FAST | SUBSCRIBED_OK | STALE, "Returns the server's liveliness response.", ping),
     cmd!("echo", 2, FAST, "Returns the given string.", echo),
-    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, "Handshakes with the Redis server.", hello),
-    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE | NOSCRIPT, "Authenticates the connection.", auth),
+    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, "Handshakes with the Redis server.", hello),
+    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE | NOSCRIPT | ALLOW_BUSY, "Authenticates the connection.", auth),
     cmd!("select", 2, FAST | LOADING | STALE, "Changes the selected database.", select),
-    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Closes the connection.", quit),
-    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Resets the connection.", reset),
+    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, "Closes the connection.", quit),
+    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, "Resets the connection.", reset),
     CommandSpec {
         name: "client",
         arity: -2,
@@ -46,6 +46,7 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("kill", -3, ADMIN | LOADING | STALE, "Terminates open connections.", client_kill),
     cmd!("unblock", -3, ADMIN | LOADING | STALE, "Unblocks a client blocked by a blocking command from a different connection.", client_unblock),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", client_help),
+    cmd!("reply", 3, LOADING | STALE, "Instructs the server whether to reply to commands.", client_reply),
     cmd!("no-evict", 3, ADMIN | LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio does not evict.", client_on_off),
     cmd!("no-touch", 3, LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio keeps no access times.", client_on_off),
     cmd!("durability", -2, FAST | LOADING | STALE, "Reads or sets how many replicas must fsync each write of this connection before it is answered (REPLICAS n).", client_durability),
@@ -90,6 +91,10 @@ fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> Result<(), Value> 
 
 fn auth(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
+    // Every argument (user and password) is hidden from MONITOR, as in Redis.
+    for i in 1..args.len() {
+        ctx.redact(i);
+    }
     let (user, pass) = match args.len() {
         2 => {
             if ctx.shared.acl.get("default").is_none_or(|u| u.perms().nopass) {
@@ -122,6 +127,9 @@ fn hello(ctx: &mut Ctx) -> Value {
     let mut setname = None;
     while i < args.len() {
         if eq_ic(&args[i], "auth") && i + 2 < args.len() {
+            // The user and password are hidden from MONITOR, as in Redis.
+            ctx.redact(i + 1);
+            ctx.redact(i + 2);
             if let Err(e) = check_password(ctx, &args[i + 1], &args[i + 2]) {
                 return e;
             }
@@ -189,6 +197,8 @@ fn reset(ctx: &mut Ctx) -> Value {
     // CLIENT DURABILITY is connection state too: a pooled connection handed on after RESET must not keep making
     // the next user's writes wait for replicas (or fail with NOTDURABLE).
     ctx.client.durability_replicas = 0;
+    ctx.shared.monitors.remove(&ctx.client.info);
+    ctx.client.reply_mode = crate::client::ReplyMode::On;
     Value::simple("RESET")
 }
 
@@ -271,7 +281,7 @@ fn client_list(ctx: &mut Ctx) -> Value {
     clients.sort_by_key(|c| c.id);
     let mut out = String::new();
     let type_ok = |c: &crate::client::ClientInfo| {
-        let pubsub = c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0;
+        let pubsub = c.is_pubsub();
         match type_filter.as_deref() {
             None => true,
             Some("pubsub") => pubsub,
@@ -280,7 +290,8 @@ fn client_list(ctx: &mut Ctx) -> Value {
             Some(_) => false,
         }
     };
-    for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
+    // A killed client is gone for everyone else already (Redis frees it at once); its task is only closing it.
+    for c in clients.iter().filter(|c| !c.is_killed() && ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
         out.push_str(&c.describe());
         out.push('\n');
     }
@@ -414,7 +425,7 @@ fn client_type_by_name(name: &str) -> Option<&'static str> {
 /// A client's class, as Redis's getClientType: `pubsub` while it has subscriptions, else `normal` (Ruvio has no
 /// replication links yet, so never `master` or `replica`).
 fn client_type(c: &crate::client::ClientInfo) -> &'static str {
-    if c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0 {
+    if c.is_pubsub() {
         "pubsub"
     } else {
         "normal"
@@ -434,6 +445,8 @@ fn client_help(_ctx: &mut Ctx) -> Value {
         "    Set client library name or version.",
         "INFO",
         "    Return information about the current client connection.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
         "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
         "    Return information about client connections.",
         "KILL <ip:port>",
@@ -466,6 +479,28 @@ fn client_on_off(ctx: &mut Ctx) -> Value {
     } else {
         Value::error(ERR_SYNTAX)
     }
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: the connection leaves out replies (all from OFF until ON, or the next command's after
+/// SKIP). OFF and SKIP are not answered themselves; ON answers OK. Pub/sub messages still go out, as in Redis.
+fn client_reply(ctx: &mut Ctx) -> Value {
+    use crate::client::ReplyMode;
+    let mode = &ctx.args[2];
+    ctx.client.reply_mode = if eq_ic(mode, "on") {
+        ReplyMode::On
+    } else if eq_ic(mode, "off") {
+        ReplyMode::Off
+    } else if eq_ic(mode, "skip") {
+        // SKIP while OFF changes nothing (Redis).
+        if ctx.client.reply_mode == ReplyMode::Off { ReplyMode::Off } else { ReplyMode::SkipNext }
+    } else {
+        return Value::error(ERR_SYNTAX);
+    };
+    if ctx.client.reply_mode != ReplyMode::On {
+        // This command's own reply is left out too.
+        ctx.client.reply_skip_current = true;
+    }
+    Value::ok()
 }
 
 fn client_ok(_ctx: &mut Ctx) -> Value {

@@ -72,6 +72,29 @@ pub mod flags {
     /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
     /// no user has unless configured (acl.rs).
     pub const COORDINATION: u32 = 1 << 16;
+    /// Argument 1 is a channel the command publishes to (PUBLISH): the ACL's channel rules (`&pattern`) apply
+    /// to it (acl.rs). Not shown by COMMAND.
+    pub const CHANNEL_PUBLISH: u32 = 1 << 17;
+    /// Arguments 1.. are channels the command subscribes to (SUBSCRIBE): the ACL's channel rules apply.
+    pub const CHANNEL_SUBSCRIBE: u32 = 1 << 18;
+    /// Arguments 1.. are patterns the command subscribes to (PSUBSCRIBE): each is allowed only by the very same
+    /// ACL channel pattern, as in Redis.
+    pub const PATTERN_SUBSCRIBE: u32 = 1 << 19;
+    /// Shown to MONITOR before it runs rather than after (Redis's EVAL and FCALL feed the monitors themselves
+    /// first, with `skip_monitor` in their table entry), so the commands its script runs follow it.
+    pub const MONITOR_FIRST: u32 = 1 << 20;
+    /// May run while a script is busy (past `busy-reply-threshold`), when everything else gets `-BUSY` (Redis's
+    /// `allow_busy`): the kill and stats commands, SHUTDOWN (NOSAVE), and what keeps a connection's state sane
+    /// (MULTI, DISCARD, UNWATCH, AUTH, HELLO, QUIT, RESET), so a pipelined transaction is never half-queued. Such a
+    /// command must not wait for the store lock (the script holds it): WATCH, which registers on keys, is left
+    /// out, and UNWATCH's release of watched keys is deferred while a script runs (transaction_family.rs).
+    pub const ALLOW_BUSY: u32 = 1 << 21;
+    /// Argument 2 counts the keys that follow it (EVAL, EVALSHA, FCALL and their `_RO` forms: Redis's `keynum`
+    /// key spec, shown by COMMAND as `movablekeys`); COMMAND GETKEYS reads it.
+    pub const NUMKEYS_AT_2: u32 = 1 << 22;
+    /// Runs a Lua script (EVAL, EVALSHA, FCALL and their `_RO` forms): an EXEC that queued one runs on a script
+    /// thread, as the script alone would (transaction_family.rs). Not shown by COMMAND.
+    pub const RUNS_SCRIPT: u32 = 1 << 23;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -86,6 +109,8 @@ pub mod flags {
         (STALE, "stale"),
         (NO_MULTI, "no_multi"),
         (NOSCRIPT, "noscript"),
+        (ALLOW_BUSY, "allow_busy"),
+        (NUMKEYS_AT_2, "movablekeys"),
     ];
 }
 
@@ -117,6 +142,18 @@ impl CommandSpec {
             argc == self.arity as usize
         } else {
             argc >= (-self.arity) as usize
+        }
+    }
+
+    /// Indexes of the channel arguments in `args` the ACL checks, and whether they are patterns (matched
+    /// literally against the user's channel rules).
+    pub fn channel_indexes(&self, argc: usize) -> (std::ops::Range<usize>, bool) {
+        if self.has(flags::CHANNEL_PUBLISH) {
+            (1..2.min(argc), false)
+        } else if self.has(flags::CHANNEL_SUBSCRIBE) || self.has(flags::PATTERN_SUBSCRIBE) {
+            (1..argc, self.has(flags::PATTERN_SUBSCRIBE))
+        } else {
+            (0..0, false)
         }
     }
 
@@ -335,6 +372,13 @@ mod tests {
     }
 }
 
+/// Shows the command to the MONITOR clients (monitor.rs): with the client's address, or as `lua` when a script ran it.
+fn feed_monitors(ctx: &Ctx) {
+    let limit = crate::monitor::limit(&ctx.shared.config.read());
+    let origin = (ctx.caller != context::Caller::Script).then_some(ctx.client.info.addr.as_str());
+    ctx.shared.monitors.feed(&limit, ctx.client.db, origin, ctx.args, &ctx.redacted);
+}
+
 /// Runs a resolved command: the handler, then the write log and expiry follow-ups.
 pub fn call(ctx: &mut Ctx) -> Value {
     // Whether a write changed anything is counted by the mutators (the keyspace's, the function libraries'); the
@@ -351,8 +395,17 @@ pub fn call(ctx: &mut Ctx) -> Value {
     };
     // A durable connection's wait depends on whether the command logged anything (EXEC and scripts included): its
     // staged records are counted before and after. Nothing commits the log while one command runs.
-    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay).then(|| ctx.store().log.len());
+    // (Not for the commands that run during a busy script: they log nothing and must not wait for its lock.)
+    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay && !ctx.spec.has(flags::ALLOW_BUSY))
+        .then(|| ctx.store().log.len());
+    let monitor = ctx.caller != context::Caller::Replay && ctx.shared.monitors.active() && !ctx.spec.has(flags::ADMIN);
+    if monitor && ctx.spec.has(flags::MONITOR_FIRST) {
+        feed_monitors(ctx);
+    }
     let reply = (ctx.spec.handler)(ctx);
+    if monitor && !ctx.spec.has(flags::MONITOR_FIRST) {
+        feed_monitors(ctx);
+    }
     if ctx.is_locked() {
         let now = ctx.now;
         let write = ctx.spec.has(flags::WRITE);

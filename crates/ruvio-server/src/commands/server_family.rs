@@ -21,11 +21,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "config", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for server configuration commands.", handler: container_help, subcommands: CONFIG_SUBCOMMANDS },
     // With no subcommand COMMAND lists every command (see `resolve`); its subcommands check their own arity.
     CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: COMMAND_SUBCOMMANDS },
+    // Redis: admin, noscript, loading, stale (so @admin @slow @dangerous in ACL terms).
+    cmd!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, "Listens for all requests received by the server in real-time.", monitor),
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
     CommandSpec { name: "slowlog", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for slow log commands.", handler: container_help, subcommands: SLOWLOG_SUBCOMMANDS },
     CommandSpec { name: "latency", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for latency diagnostics commands.", handler: container_help, subcommands: LATENCY_SUBCOMMANDS },
-    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI | NOSCRIPT, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
-    cmd!("cluster", -2, 0, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
+    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI | NOSCRIPT | ALLOW_BUSY, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
+    cmd!("cluster", -2, NOSCRIPT, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
     cmd!("readonly", 1, FAST | LOADING | STALE, "Enables read-only queries for a connection to a Redis Cluster replica node (cluster support is disabled).", cluster_disabled),
     cmd!("readwrite", 1, FAST | LOADING | STALE, "Enables read-write queries for a connection to a Reids Cluster replica node (cluster support is disabled).", cluster_disabled),
 ];
@@ -121,6 +123,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
     }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
     ctx.shared.metrics.slow.configure(&next);
+    ctx.shared.acl.set_log_max(next.acllog_max_len);
     ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
     let notify = next.notify_keyspace_events;
     let (old_pass, old_coord) = { let c = ctx.shared.config.read(); (c.requirepass.clone(), c.coordinator_pass.clone()) };
@@ -365,6 +368,16 @@ fn latency_help(_ctx: &mut Ctx) -> Value {
     ])
 }
 
+/// MONITOR: from now on this client is shown every command run (monitor.rs); its lines arrive through its outbox.
+fn monitor(ctx: &mut Ctx) -> Value {
+    if ctx.in_exec {
+        // Redis's text: a transaction expects one reply per command, which a monitor stream is not.
+        return Value::error(ERR_MONITOR_DENY_BLOCKING);
+    }
+    ctx.shared.monitors.add(&ctx.client.info);
+    Value::ok()
+}
+
 fn time(_ctx: &mut Ctx) -> Value {
     let us = crate::clock::wall_us();
     Value::Array(vec![Value::Bulk(Bytes::from((us / 1_000_000).to_string())), Value::Bulk(Bytes::from((us % 1_000_000).to_string()))])
@@ -383,6 +396,15 @@ fn shutdown(ctx: &mut Ctx) -> Value {
     // Like Redis, a password-protected server only lets an authenticated client shut it down.
     if !ctx.client.authenticated {
         return Value::error(ERR_NOAUTH);
+    }
+    // During a busy script (SHUTDOWN may run then: `allow_busy`) only NOSAVE ends the server, as in Redis; the
+    // script is stopped where it is and what it wrote dropped from the write log (it never completed).
+    let run = &ctx.shared.scripts.run;
+    if !ctx.in_exec && run.busy(ctx.shared.config.read().busy_reply_threshold) {
+        if !ctx.args[1..].iter().any(|a| eq_ic(a, "nosave")) {
+            return crate::scripting::host::busy_error(ctx.shared);
+        }
+        run.kill.store(crate::scripting::KILL_SHUTDOWN, std::sync::atomic::Ordering::Release);
     }
     tracing::info!("SHUTDOWN requested by client {}", ctx.client.id());
     ctx.shared.request_shutdown();
@@ -517,6 +539,15 @@ fn command_getkeys(ctx: &mut Ctx) -> Value {
         Some(_) => return Value::error(ERR_GETKEYS_ARITY),
         None => spec,
     };
+    if spec.has(NUMKEYS_AT_2) {
+        // `<script|function> numkeys key... arg...`: the count decides; a count that is not one, or more keys than
+        // given, names no keys (an empty list, as Redis answers, not an error).
+        let keys = match super::parse_i64(&inner[2]) {
+            Some(n) if n >= 0 && n as u64 <= (inner.len() - 3) as u64 => &inner[3..3 + n as usize],
+            _ => &[],
+        };
+        return Value::Array(keys.iter().map(|k| Value::Bulk(k.clone())).collect());
+    }
     let idx = spec.key_indexes(inner.len());
     if idx.is_empty() {
         return Value::error(ERR_GETKEYS_NO_KEYS);
