@@ -225,3 +225,109 @@ fn a_replica_follows_its_primary_over_tls_and_acknowledges_durable_grants() {
     let mut over_tls = tls_client(&certs, rtls, Some("client")).unwrap();
     assert!(info(&mut over_tls, "replication").contains("master_link_status:up"));
 }
+
+/// A coordinator group over TLS: nodes replicate over TLS (`tls-replication yes`), three coordinators monitor the
+/// nodes' TLS ports and reach each other on theirs (`coordinator-peers` lists only TLS ports), with the same logins
+/// as every coordinator test (coordinator-pass, auth-user/auth-pass, sentinel-user/pass). A durable grant, then
+/// kill -9 of the primary: the replica is promoted and its next token is above the old one. The test itself
+/// reads INFO through the processes' plain ports.
+#[test]
+fn a_coordinator_group_over_tls_fails_over_after_kill_9() {
+    use common::cluster::{cmd, line, text, wait_for, Proc};
+    use ruvio_protocol::Value;
+    let dir = temp_dir("tls-coordinators");
+    let certs = certs(&dir);
+    let node = |port: u16, tls_port: u16, primary_tls: Option<u16>| -> Proc {
+        let d = dir.join(format!("node-{port}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ruvio"));
+        c.args(["--port", &port.to_string(), "--dir", d.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always"]);
+        c.args(["--coordinator-pass", common::COORD_PASS, "--tls-replication", "yes"]);
+        c.args(tls_flags(&certs, tls_port));
+        if let Some(p) = primary_tls {
+            c.args(["--replicaof", &format!("127.0.0.1 {p}")]);
+        }
+        let log = d.join("log");
+        let child = c.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
+        let p = Proc { child, log };
+        wait_for(&format!("node {port} up"), || cmd(port, &["PING"]).is_some());
+        p
+    };
+    let (p0, t0, p1, t1) = (free_port(), free_port(), free_port(), free_port());
+    let mut n0 = node(p0, t0, None);
+    let n1 = node(p1, t1, Some(t0));
+    let cports: Vec<(u16, u16)> = (0..3).map(|_| (free_port(), free_port())).collect();
+    let peers: Vec<String> = cports.iter().map(|(_, t)| format!("127.0.0.1:{t}")).collect();
+    let mut coords = Vec::new();
+    for &(cp, ct) in &cports {
+        let d = dir.join(format!("coordinator-{cp}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let conf = d.join("coordinator.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port {cp}\ntls-port {ct}\ntls-cert-file {}\ntls-key-file {}\ntls-ca-cert-file {}\ntls-replication yes\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {t0} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster 1\n{}",
+                f(&certs, "server.crt"),
+                f(&certs, "server.key"),
+                f(&certs, "ca.crt"),
+                d.display(),
+                peers.join(" "),
+                common::coordinator_auth_conf("mymaster", true)
+            ),
+        )
+        .unwrap();
+        let log = d.join("log");
+        let child = Command::new(env!("CARGO_BIN_EXE_ruvio"))
+            .args(["coordinator", "--config", conf.to_str().unwrap()])
+            .env("RUST_LOG", "info,openraft=warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        coords.push(Proc { child, log });
+    }
+    let logs = |coords: &[Proc]| coords.iter().map(|c| c.log()).collect::<Vec<_>>().join("\n----\n");
+    let replica = format!("127.0.0.1:{t1}");
+    let start = Instant::now();
+    while !cports.iter().all(|(cp, _)| line(&text(*cp, &["INFO", "coordinator"]), "group0").is_some_and(|g| g.contains(&format!("durability_set={replica}")))) {
+        assert!(start.elapsed() < Duration::from_secs(60), "coordinators never counted the replica over TLS:\n{}\nprimary: {}", logs(&coords), n0.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_for("the primary counts the replica for durable writes", || text(p0, &["INFO", "replication"]).contains("durable=1"));
+
+    let mut c = common::Conn::connect(p0);
+    assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));
+    let Value::Integer(before) = c.cmd(&["LEASE", "lock:tls", "60000"]) else { panic!("no durable grant") };
+
+    n0.kill9();
+    let master = |cp: u16| match cmd(cp, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"]) {
+        Some(Value::Array(v)) if v.len() == 2 => common::bulk(&v[1]).and_then(|p| p.parse::<u16>().ok()),
+        _ => None,
+    };
+    let start = Instant::now();
+    while master(cports[0].0) != Some(t1) {
+        assert!(start.elapsed() < Duration::from_secs(60), "no failover over TLS:\n{}\nreplica: {}", logs(&coords), n1.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_for("the replica is a primary", || text(p1, &["INFO", "replication"]).contains("role:master"));
+    let mut c = common::Conn::connect(p1);
+    assert_eq!(c.cmd(&["EXISTS", "lock:tls"]), Value::Integer(1), "the durable grant survived the failover");
+    let after = loop {
+        match c.cmd(&["LEASE", "lock:after", "60000"]) {
+            Value::Integer(t) => break t,
+            other => {
+                assert!(start.elapsed() < Duration::from_secs(60), "no grant on the new primary: {other:?}");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    };
+    assert!(after > before, "tokens must grow across the failover: {before} then {after}");
+    // A client over TLS finds the new primary through a coordinator's TLS port, as Sentinel clients do.
+    let tls = TlsConfig::builder().ca_file(certs.join("ca.crt")).client_cert(certs.join("client.crt"), certs.join("client.key")).build().unwrap();
+    let mut via = ruvio_client::ClientBuilder::sentinel([("127.0.0.1", cports[1].1)], "mymaster")
+        .tls(tls)
+        .connect_timeout(Duration::from_secs(10))
+        .connect()
+        .expect("discovery and connection over TLS");
+    assert_eq!(info(&mut via, "server").lines().find_map(|l| l.strip_prefix("tcp_port:")).map(|p| p.trim().to_string()), Some(p1.to_string()));
+}
