@@ -219,6 +219,29 @@ def test_tls(tls_files: str, kind: str) -> None:
         s.stop()
 
 
+@pytest.mark.parametrize("kind", ["redis", "ruvio"])
+def test_tls_client_certificate(tls_files: str, kind: str) -> None:
+    """tls-auth-clients yes: ssl_certfile/ssl_keyfile signed by the server's CA get in; without them, refused."""
+    port = free_port()
+    f = lambda name: os.path.join(tls_files, name)
+    start = start_redis if kind == "redis" else start_ruvio
+    s = start("--tls-port", str(port), "--tls-cert-file", f("server.crt"), "--tls-key-file", f("server.key"),
+              "--tls-ca-cert-file", f("ca.crt"), "--tls-auth-clients", "yes")
+    try:
+        r = ruvio.Ruvio("127.0.0.1", port, ssl=True, ssl_ca_certs=f("ca.crt"), ssl_certfile=f("client.crt"),
+                        ssl_keyfile=f("client.key"))
+        assert r.ping() is True
+        for cert in ("untrusted-client", None):
+            kw = {"ssl_certfile": f(f"{cert}.crt"), "ssl_keyfile": f(f"{cert}.key")} if cert else {}
+            bad = ruvio.Ruvio("127.0.0.1", port, ssl=True, ssl_ca_certs=f("ca.crt"), **kw)
+            with pytest.raises(ruvio.ConnectionError):
+                bad.ping()
+            bad.close()
+        r.close()
+    finally:
+        s.stop()
+
+
 def test_pool_cap_and_wait(server: Server, key: str) -> None:
     r = ruvio.Ruvio("127.0.0.1", server.port, max_connections=1, pool_timeout=0.3)
     held = r.connection_pool.get_connection()

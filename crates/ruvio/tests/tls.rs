@@ -221,7 +221,7 @@ fn a_replica_follows_its_primary_over_tls_and_acknowledges_durable_grants() {
     assert_eq!(r.cmd(&["EXISTS", "lock:durable"]), ruvio_protocol::Value::Integer(1));
     assert_eq!(common::bulk(&r.cmd(&["GET", "k"])).as_deref(), Some("v"));
 
-    // Over TLS with the replica's client certificate: the same node without tls-replication cannot follow.
+    // The replica itself answers over TLS and reports its link up.
     let mut over_tls = tls_client(&certs, rtls, Some("client")).unwrap();
     assert!(info(&mut over_tls, "replication").contains("master_link_status:up"));
 }
