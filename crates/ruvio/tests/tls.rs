@@ -105,6 +105,16 @@ fn redis_cli_and_the_rust_client_work_over_tls_with_plain_tcp_off() {
     c.set("big", big.as_str()).unwrap();
     assert_eq!(c.get::<String>("big").unwrap().unwrap().len(), 100_000);
 
+    // The async client over TLS.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let tls = TlsConfig::builder().ca_file(certs.join("ca.crt")).client_cert(certs.join("client.crt"), certs.join("client.key")).build().unwrap();
+        let mut c = ruvio_client::ClientBuilder::new("127.0.0.1", port).tls(tls).connect_async().await.expect("async TLS connect");
+        let t = c.lease("lock:async", 10_000).await.unwrap().expect("granted");
+        assert_eq!(c.release("lock:async", t).await.unwrap(), 1);
+        assert_eq!(c.get::<String>("big").await.unwrap().unwrap().len(), 100_000);
+    });
+
     // `port 0`: the only listener is the TLS one.
     let log = s.stderr();
     let ready: Vec<&str> = log.lines().filter(|l| l.contains("ready to accept connections on")).collect();
