@@ -59,7 +59,7 @@ printf '%-6s %-6s %12s %8s %8s\n' server link cycles_per_s p50_us p99_us
 for s in ruvio redis; do
   for l in plain tls; do
     for f in cycles_per_sec p50_us p99_us; do
-      med[$s.$l.$f]=$(echo "${runs[$s.$l]}" | while read -r line; do [ -n "$line" ] && field "$line" $f; done | tr '\n' ' ' | median)
+      med[$s.$l.$f]=$(echo "${runs[$s.$l]}" | while read -r line; do if [ -n "$line" ]; then field "$line" $f; fi; done | tr '\n' ' ' | median)
     done
     printf '%-6s %-6s %12s %8s %8s\n' $s $l "${med[$s.$l.cycles_per_sec]}" "${med[$s.$l.p50_us]}" "${med[$s.$l.p99_us]}"
   done
