@@ -1,5 +1,5 @@
-// Behaviour that needs a server other than today's ruvio: TLS (ruvio has no TLS listener yet) and the RESP2 fallback
-// when HELLO is refused, both against Debian's redis-server.
+// TLS against Debian's redis-server and against ruvio (both TLS-only: port 0 and a tls-port), and the RESP2 fallback
+// when HELLO is refused, against redis-server.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
 import { createClient as realCreateClient, ConnectionError, ReplyError } from "ruvio-client";
-import { requireTool, startRedis } from "./helpers.mjs";
+import { requireTool, startRedis, startRuvio } from "./helpers.mjs";
 
 const opened = [];
 const procs = [];
@@ -22,12 +22,10 @@ let cert;
 before(() => {
   requireTool("openssl");
   certDir = mkdtempSync(path.join(os.tmpdir(), "ruvio-node-tls-"));
-  execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-    "-keyout", path.join(certDir, "key.pem"), "-out", path.join(certDir, "cert.pem"),
-  ], { stdio: "ignore" });
-  cert = readFileSync(path.join(certDir, "cert.pem"));
+  // A test CA and a certificate it signed for 127.0.0.1 (rustls, in ruvio, refuses a self-signed CA certificate
+  // used as a server's own).
+  execFileSync("bash", [path.join(import.meta.dirname ?? path.dirname(new URL(import.meta.url).pathname), "..", "..", "..", "scripts", "gen-test-certs.sh"), certDir], { stdio: "ignore" });
+  cert = readFileSync(path.join(certDir, "ca.crt"));
 });
 after(async () => {
   for (const c of opened) c.disconnect();
@@ -35,29 +33,34 @@ after(async () => {
   if (certDir) rmSync(certDir, { recursive: true, force: true });
 });
 
-test("TLS: tls options and rediss:// URLs connect; an untrusted certificate is a ConnectionError", async () => {
-  const s = await startRedis([]);
-  procs.push(s);
-  // Restart it with TLS only, on the same port.
-  await s.stop();
-  s.argsFor = (port) => [
-    "--port", "0", "--tls-port", String(port), "--dir", s.dir, "--save", "", "--appendonly", "no",
-    "--tls-cert-file", path.join(certDir, "cert.pem"), "--tls-key-file", path.join(certDir, "key.pem"),
-    "--tls-ca-cert-file", path.join(certDir, "cert.pem"), "--tls-auth-clients", "no",
-  ];
-  await s.start(s.port);
-  const c = createClient({ host: "127.0.0.1", port: s.port, tls: { ca: [cert] } });
-  assert.equal(await c.set("tls:k", "v"), "OK");
-  assert.equal(await c.get("tls:k"), "v");
-  assert.equal(c.protocol, 3);
-  const u = createClient({ url: `rediss://127.0.0.1:${s.port}/1`, tls: { ca: [cert] } });
-  assert.equal(await u.get("tls:k"), null, "database 1 from the URL");
-  const untrusted = createClient({ url: `rediss://127.0.0.1:${s.port}`, reconnect: false });
-  await assert.rejects(untrusted.ping(), (e) => e instanceof ConnectionError && /certificate/i.test(e.message));
-  // Plain TCP to a TLS port does not hang: the handshake times out.
-  const plain = createClient({ port: s.port, connectTimeout: 500, reconnect: false });
-  await assert.rejects(plain.ping(), ConnectionError);
-});
+for (const kind of ["redis-server", "ruvio"]) {
+  test(`TLS (${kind}): tls options and rediss:// URLs connect; an untrusted certificate is a ConnectionError`, async () => {
+    const s = kind === "ruvio" ? await startRuvio([]) : await startRedis([]);
+    procs.push(s);
+    // Restart it with TLS only, on the same port.
+    await s.stop();
+    const tlsArgs = (port) => [
+      "--port", "0", "--tls-port", String(port),
+      "--tls-cert-file", path.join(certDir, "server.crt"), "--tls-key-file", path.join(certDir, "server.key"),
+      "--tls-ca-cert-file", path.join(certDir, "ca.crt"), "--tls-auth-clients", "no",
+    ];
+    s.argsFor = kind === "ruvio"
+      ? (port) => ["server", "--dir", path.join(s.dir, "data"), ...tlsArgs(port)]
+      : (port) => ["--dir", s.dir, "--save", "", "--appendonly", "no", ...tlsArgs(port)];
+    await s.start(s.port);
+    const c = createClient({ host: "127.0.0.1", port: s.port, tls: { ca: [cert] } });
+    assert.equal(await c.set("tls:k", "v"), "OK");
+    assert.equal(await c.get("tls:k"), "v");
+    assert.equal(c.protocol, 3);
+    const u = createClient({ url: `rediss://127.0.0.1:${s.port}/1`, tls: { ca: [cert] } });
+    assert.equal(await u.get("tls:k"), null, "database 1 from the URL");
+    const untrusted = createClient({ url: `rediss://127.0.0.1:${s.port}`, reconnect: false });
+    await assert.rejects(untrusted.ping(), (e) => e instanceof ConnectionError && /certificate/i.test(e.message));
+    // Plain TCP to a TLS port does not hang: the server closes it, or the handshake times out.
+    const plain = createClient({ port: s.port, connectTimeout: 500, reconnect: false });
+    await assert.rejects(plain.ping(), ConnectionError);
+  });
+}
 
 test("RESP2 fallback: a server that refuses HELLO gets AUTH, CLIENT SETNAME and SELECT instead", async () => {
   const s = await startRedis(["--rename-command", "HELLO", "", "--requirepass", "pw"]);

@@ -181,27 +181,29 @@ def test_readonly_replica() -> None:
 
 @pytest.fixture(scope="module")
 def tls_files() -> str:
-    openssl = shutil.which("openssl")
-    if openssl is None:
+    """A test CA and a certificate it signed for 127.0.0.1 (scripts/gen-test-certs.sh, the openssl CLI). A CA and a
+    separate leaf, not one self-signed certificate: rustls (ruvio) refuses a CA certificate used as a server's."""
+    if shutil.which("openssl") is None:
         raise RuntimeError("openssl is needed for the TLS test")
     d = _tempdir("ruvio-py-tls-")
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                    "-keyout", os.path.join(d, "key.pem"), "-out", os.path.join(d, "cert.pem"),
-                    "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
-                   check=True, capture_output=True)
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts", "gen-test-certs.sh")
+    subprocess.run(["bash", script, d], check=True, capture_output=True)
     return d
 
 
-def test_tls(tls_files: str) -> None:
-    """TLS against redis-server's tls-port (ruvio itself does not speak TLS yet)."""
+@pytest.mark.parametrize("kind", ["redis", "ruvio"])
+def test_tls(tls_files: str, kind: str) -> None:
+    """TLS against a tls-port: redis-server's and ruvio's."""
     port = free_port()
-    cert, keyf = os.path.join(tls_files, "cert.pem"), os.path.join(tls_files, "key.pem")
-    s = start_redis("--tls-port", str(port), "--tls-cert-file", cert, "--tls-key-file", keyf,
-                    "--tls-ca-cert-file", cert, "--tls-auth-clients", "no")
+    ca = os.path.join(tls_files, "ca.crt")
+    cert, keyf = os.path.join(tls_files, "server.crt"), os.path.join(tls_files, "server.key")
+    start = start_redis if kind == "redis" else start_ruvio
+    s = start("--tls-port", str(port), "--tls-cert-file", cert, "--tls-key-file", keyf,
+              "--tls-ca-cert-file", ca, "--tls-auth-clients", "no")
     try:
-        r = ruvio.Ruvio("127.0.0.1", port, ssl=True, ssl_ca_certs=cert)
+        r = ruvio.Ruvio("127.0.0.1", port, ssl=True, ssl_ca_certs=ca)
         assert r.set("k", "over tls") is True and r.get("k") == b"over tls"
-        u = ruvio.from_url(f"rediss://127.0.0.1:{port}/0", ssl_ca_certs=cert, protocol=2)
+        u = ruvio.from_url(f"rediss://127.0.0.1:{port}/0", ssl_ca_certs=ca, protocol=2)
         assert u.get("k") == b"over tls"
         # An untrusted certificate is refused.
         bad = ruvio.Ruvio("127.0.0.1", port, ssl=True)
@@ -213,6 +215,29 @@ def test_tls(tls_files: str) -> None:
             plain.ping()
         r.close()
         u.close()
+    finally:
+        s.stop()
+
+
+@pytest.mark.parametrize("kind", ["redis", "ruvio"])
+def test_tls_client_certificate(tls_files: str, kind: str) -> None:
+    """tls-auth-clients yes: ssl_certfile/ssl_keyfile signed by the server's CA get in; without them, refused."""
+    port = free_port()
+    f = lambda name: os.path.join(tls_files, name)
+    start = start_redis if kind == "redis" else start_ruvio
+    s = start("--tls-port", str(port), "--tls-cert-file", f("server.crt"), "--tls-key-file", f("server.key"),
+              "--tls-ca-cert-file", f("ca.crt"), "--tls-auth-clients", "yes")
+    try:
+        r = ruvio.Ruvio("127.0.0.1", port, ssl=True, ssl_ca_certs=f("ca.crt"), ssl_certfile=f("client.crt"),
+                        ssl_keyfile=f("client.key"))
+        assert r.ping() is True
+        for cert in ("untrusted-client", None):
+            kw = {"ssl_certfile": f(f"{cert}.crt"), "ssl_keyfile": f(f"{cert}.key")} if cert else {}
+            bad = ruvio.Ruvio("127.0.0.1", port, ssl=True, ssl_ca_certs=f("ca.crt"), **kw)
+            with pytest.raises(ruvio.ConnectionError):
+                bad.ping()
+            bad.close()
+        r.close()
     finally:
         s.stop()
 

@@ -17,6 +17,8 @@ mod options;
 mod pipeline;
 mod renewal;
 mod reply_buffer;
+#[cfg(feature = "tls")]
+mod tls;
 
 #[cfg(feature = "tokio")]
 pub mod aio;
@@ -32,6 +34,11 @@ pub use lock_options::{LockOptions, LossReason};
 pub use options::{ClientBuilder, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use pipeline::{pipe, Pipeline};
 pub use ruvio_protocol::{Protocol, Value};
+#[cfg(feature = "tls")]
+pub use tls::{TlsBuilder, TlsConfig};
+/// The rustls this crate uses (feature `tls`), for [`TlsConfig::from_rustls`].
+#[cfg(feature = "tls")]
+pub use ruvio_tls::rustls;
 
 /// A fencing token: a positive signed 64-bit integer that grows with every grant of the server.
 pub type Token = i64;

@@ -337,7 +337,8 @@ pub(crate) fn unresolved(host: &str, e: std::io::Error) -> crate::error::Error {
 
 /// Writes `open` and `set_up` into `impl Connection` of the invoking module, as [`client_methods!`] does for
 /// the clients. The module provides `addresses(endpoint, deadline)` (the name lookup; only a timeout ends the
-/// attempt, other failures move on to the next endpoint) and `dial(addr, deadline)` (the TCP connect).
+/// attempt, other failures move on to the next endpoint) and `dial(host, addr, opts, deadline)` (the TCP connect, and the
+/// TLS handshake when the options ask for TLS).
 macro_rules! connection_methods {
     ($($async:ident $aw:ident)?) => {
         impl Connection {
@@ -379,7 +380,7 @@ macro_rules! connection_methods {
                         }
                     };
                     for addr in addrs {
-                        let attempt = match Self::dial(addr, deadline)$(.$aw)? {
+                        let attempt = match Self::dial(&endpoint.host, addr, opts, deadline)$(.$aw)? {
                             Ok(stream) => Connection::set_up(stream, opts, deadline)$(.$aw)?,
                             Err(e) => Err(e),
                         };
@@ -406,14 +407,13 @@ macro_rules! connection_methods {
                         }
                     };
                     for addr in addrs {
-                        let stream = match Self::dial(addr, limit)$(.$aw)? {
+                        let stream = match Self::dial(&s.host, addr, opts, limit)$(.$aw)? {
                             Ok(stream) => stream,
                             Err(e) => {
                                 last = e;
                                 continue;
                             }
                         };
-                        let _ = stream.set_nodelay(true);
                         let mut conn = Connection { stream, replies: ReplyBuffer::default() };
                         let mut out = BytesMut::new();
                         let mut count = 1;
@@ -444,8 +444,7 @@ macro_rules! connection_methods {
                 Err(last)
             }
 
-            $($async)? fn set_up(stream: TcpStream, opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
-                stream.set_nodelay(true).map_err(Error::io)?;
+            $($async)? fn set_up(stream: Transport, opts: &ClientBuilder, deadline: Instant) -> Result<Connection> {
                 let mut conn = Connection { stream, replies: ReplyBuffer::default() };
                 let mut handshake = opts.handshake();
                 // A node named by a lookup must still be a primary (it may have been demoted since).

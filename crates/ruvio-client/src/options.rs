@@ -46,6 +46,8 @@ pub struct ClientBuilder {
     pub(crate) protocol: Protocol,
     pub(crate) sentinel_password: Option<String>,
     pub(crate) durability_replicas: Option<u32>,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::TlsConfig>,
 }
 
 /// Written without the password, so that logging a client or its options cannot leak it.
@@ -61,6 +63,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("command_timeout", &self.command_timeout)
             .field("protocol", &self.protocol)
             .field("durability_replicas", &self.durability_replicas)
+            .field("tls", &self.tls_enabled())
             .field("sentinel_password", &self.sentinel_password.as_ref().map(|_| "<redacted>"))
             .finish()
     }
@@ -81,6 +84,8 @@ impl ClientBuilder {
             protocol: Protocol::Resp2,
             sentinel_password: None,
             durability_replicas: None,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 
@@ -171,6 +176,21 @@ impl ClientBuilder {
     pub fn durability_replicas(mut self, n: u32) -> Self {
         self.durability_replicas = Some(n);
         self
+    }
+
+    /// Connects with TLS (feature `tls`): to the server's `tls-port`, trusting and presenting what `tls` says.
+    /// With [`ClientBuilder::sentinel`] the coordinators are reached over TLS too (their `tls-port`).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::TlsConfig) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    fn tls_enabled(&self) -> bool {
+        #[cfg(feature = "tls")]
+        return self.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        false
     }
 
     /// Opens a blocking connection with these options.

@@ -46,6 +46,63 @@ pub struct Config {
     pub protected_mode: bool,
     /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
     pub metrics_port: u16,
+    /// TLS as Redis Sentinel configures it: `tls-port` for clients and the other coordinators (`port 0` leaves
+    /// TLS the only way in), the certificate and key, the CAs, `tls-auth-clients`; `tls-replication yes` makes
+    /// this coordinator reach the nodes and the other coordinators over TLS, presenting `tls-client-cert-file`
+    /// (or `tls-cert-file`).
+    pub tls: TlsConfig,
+}
+
+/// The coordinator's `tls-*` directives.
+#[derive(Debug, Clone, Default)]
+pub struct TlsConfig {
+    pub port: u16,
+    pub cert_file: String,
+    pub key_file: String,
+    pub client_cert_file: String,
+    pub client_key_file: String,
+    pub ca_cert_file: String,
+    pub ca_cert_dir: String,
+    pub auth_clients: ruvio_tls::ClientAuth,
+    pub replication: bool,
+}
+
+impl TlsConfig {
+    /// The server side (`None` without a tls-port).
+    pub fn server(&self) -> Result<Option<std::sync::Arc<ruvio_tls::rustls::ServerConfig>>, String> {
+        if self.port == 0 {
+            return Ok(None);
+        }
+        let files = ruvio_tls::ServerFiles {
+            cert_file: self.cert_file.clone(),
+            key_file: self.key_file.clone(),
+            ca_cert_file: self.ca_cert_file.clone(),
+            ca_cert_dir: self.ca_cert_dir.clone(),
+            auth_clients: self.auth_clients,
+        };
+        ruvio_tls::server_config(&files).map(Some).map_err(|e| format!("TLS: {e}"))
+    }
+
+    /// The client side for nodes and peers (`None` unless tls-replication yes). As Redis's own links, the
+    /// peer's chain is checked against the CAs, not its name (nodes are followed by address).
+    pub fn client(&self) -> Result<Option<std::sync::Arc<ruvio_tls::rustls::ClientConfig>>, String> {
+        if !self.replication {
+            return Ok(None);
+        }
+        let (cert, key) = if self.client_cert_file.is_empty() {
+            (self.cert_file.clone(), self.key_file.clone())
+        } else {
+            (self.client_cert_file.clone(), self.client_key_file.clone())
+        };
+        let files = ruvio_tls::ClientFiles {
+            ca_cert_file: self.ca_cert_file.clone(),
+            ca_cert_dir: self.ca_cert_dir.clone(),
+            cert_file: cert,
+            key_file: key,
+            verify_hostname: false,
+        };
+        ruvio_tls::client_config(&files).map(Some).map_err(|e| format!("tls-replication: {e}"))
+    }
 }
 
 impl Default for Config {
@@ -64,6 +121,7 @@ impl Default for Config {
             groups: Vec::new(),
             metrics_port: 0,
             protected_mode: true,
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -158,6 +216,21 @@ impl Config {
                     "yes" => true,
                     "no" => false,
                     v => return Err(format!("protected-mode: '{v}' is not yes or no")),
+                }
+            }
+            "tls-port" => self.tls.port = parse_num("tls-port", one()?)?,
+            "tls-cert-file" => self.tls.cert_file = one()?.to_string(),
+            "tls-key-file" => self.tls.key_file = one()?.to_string(),
+            "tls-client-cert-file" => self.tls.client_cert_file = one()?.to_string(),
+            "tls-client-key-file" => self.tls.client_key_file = one()?.to_string(),
+            "tls-ca-cert-file" => self.tls.ca_cert_file = one()?.to_string(),
+            "tls-ca-cert-dir" => self.tls.ca_cert_dir = one()?.to_string(),
+            "tls-auth-clients" => self.tls.auth_clients = ruvio_tls::ClientAuth::parse(one()?).map_err(|e| format!("tls-auth-clients: {e}"))?,
+            "tls-replication" => {
+                self.tls.replication = match one()?.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    v => return Err(format!("tls-replication: '{v}' is not yes or no")),
                 }
             }
             // Accepted and ignored: they change nothing for the coordinator.
@@ -268,7 +341,9 @@ impl Config {
                 b.trim_start_matches('-').to_string()
             }
         });
-        format!("{ip}:{}", self.announce_port.unwrap_or(self.port))
+        // As Sentinel: the TLS port when the coordinators talk TLS to each other, or when it is the only one.
+        let port = if self.tls.port != 0 && (self.tls.replication || self.port == 0) { self.tls.port } else { self.port };
+        format!("{ip}:{}", self.announce_port.unwrap_or(port))
     }
 
     /// The consensus members, sorted (so every coordinator numbers them alike), and this one's node id.

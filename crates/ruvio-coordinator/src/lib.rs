@@ -141,6 +141,9 @@ pub async fn run(cfg: Config) -> Result<(), String> {
     let network = Network { auth: cfg.sentinel_pass.clone().map(|p| (cfg.sentinel_user.clone(), p)) };
     let raft = Raft::new(node_id, rcfg, network, log, sm.clone()).await.map_err(|e| format!("starting raft: {e}"))?;
 
+    if let Some(tls) = cfg.tls.client()? {
+        node::use_tls(tls);
+    }
     let listeners = server::bind(&cfg).await?;
     let failover_locks = cfg.groups.iter().map(|g| (g.name.clone(), Arc::new(tokio::sync::Mutex::new(())))).collect();
     let co = Arc::new(Coordinator {
@@ -159,14 +162,15 @@ pub async fn run(cfg: Config) -> Result<(), String> {
         cfg,
     });
     tracing::info!(
-        "coordinator {} (node {node_id} of {}) listening on port {}, data in {}",
+        "coordinator {} (node {node_id} of {}) listening on port {}{}, data in {}",
         co.cfg.self_addr(),
         members.len(),
         co.cfg.port,
+        if co.cfg.tls.port != 0 { format!(" and TLS port {}{}", co.cfg.tls.port, if co.cfg.tls.replication { " (TLS to nodes and peers)" } else { "" }) } else { String::new() },
         co.cfg.dir.display()
     );
-    for l in listeners {
-        tokio::spawn(server::accept_loop(co.clone(), l));
+    for (l, tls) in listeners {
+        tokio::spawn(server::accept_loop(co.clone(), l, tls));
     }
     metrics::start(co.clone()).await?;
     // A fresh node proposes the configured membership; on a node that already has state this is refused, harmlessly.

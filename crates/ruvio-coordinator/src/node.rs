@@ -5,12 +5,22 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use ruvio_protocol::{decode_value, encode_command, DecodeLimits, Value};
+use ruvio_tls::Stream;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
+}
+
+/// With `tls-replication yes`, every connection this coordinator opens (to nodes and to the other coordinators)
+/// is TLS with this configuration. Set once at start-up: one coordinator per process.
+static TLS_CLIENT: std::sync::OnceLock<std::sync::Arc<ruvio_tls::rustls::ClientConfig>> = std::sync::OnceLock::new();
+
+/// Makes every later [`Conn::connect`] use TLS (`tls-replication yes`).
+pub fn use_tls(config: std::sync::Arc<ruvio_tls::rustls::ClientConfig>) {
+    let _ = TLS_CLIENT.set(config);
 }
 
 fn timeout_err(what: &str) -> std::io::Error {
@@ -20,8 +30,17 @@ fn timeout_err(what: &str) -> std::io::Error {
 impl Conn {
     /// Connects and, when `auth` is set (an optional ACL user name and a password), authenticates.
     pub async fn connect(addr: &str, auth: Option<(Option<&str>, &str)>, limit: Duration) -> std::io::Result<Conn> {
-        let stream = tokio::time::timeout(limit, TcpStream::connect(addr)).await.map_err(|_| timeout_err("connect"))??;
-        stream.set_nodelay(true)?;
+        let started = std::time::Instant::now();
+        let tcp = tokio::time::timeout(limit, TcpStream::connect(addr)).await.map_err(|_| timeout_err("connect"))??;
+        tcp.set_nodelay(true)?;
+        let stream = match TLS_CLIENT.get() {
+            Some(config) => {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                let left = limit.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+                ruvio_tls::connect(config.clone(), host, tcp, left).await.map_err(|e| std::io::Error::new(e.kind(), format!("TLS handshake with {addr}: {e}")))?
+            }
+            None => Stream::Plain(tcp),
+        };
         let mut c = Conn { stream, buf: BytesMut::new() };
         if let Some((user, pass)) = auth {
             let v = match user {
@@ -43,6 +62,7 @@ impl Conn {
         let mut out = BytesMut::new();
         encode_command(args, &mut out);
         self.stream.write_all(&out).await?;
+        self.stream.flush().await?;
         loop {
             let limits = DecodeLimits::default();
             if let Some((v, n)) = decode_value(&self.buf, limits).map_err(|e| std::io::Error::other(e.to_string()))? {

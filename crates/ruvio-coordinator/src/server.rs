@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use ruvio_protocol::{encode, Protocol, RequestLimits, RequestParser, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use ruvio_tls::{Stream, TlsAcceptor};
+use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 
 use crate::config::Config;
@@ -18,12 +19,22 @@ use crate::node::Conn;
 use crate::state::{Command, Event, Group};
 use crate::{now_ms, Coordinator};
 
-pub async fn bind(cfg: &Config) -> Result<Vec<TcpListener>, String> {
+/// Listens on `port` (unless 0) and on `tls-port` (unless 0); each listener with its TLS acceptor, if any.
+pub async fn bind(cfg: &Config) -> Result<Vec<(TcpListener, Option<TlsAcceptor>)>, String> {
+    let acceptor = cfg.tls.server()?.map(TlsAcceptor::from);
+    if cfg.port == 0 && acceptor.is_none() {
+        return Err("Configured to not listen anywhere (port 0 and no tls-port)".into());
+    }
     let mut out = Vec::new();
-    for b in &cfg.bind {
-        let b = b.trim_start_matches('-');
-        let addr = if b.contains(':') { format!("[{b}]:{}", cfg.port) } else { format!("{b}:{}", cfg.port) };
-        out.push(TcpListener::bind(&addr).await.map_err(|e| format!("listening on {addr}: {e}"))?);
+    for (port, tls) in [(cfg.port, None), (cfg.tls.port, acceptor)] {
+        if port == 0 {
+            continue;
+        }
+        for b in &cfg.bind {
+            let b = b.trim_start_matches('-');
+            let addr = if b.contains(':') { format!("[{b}]:{port}") } else { format!("{b}:{port}") };
+            out.push((TcpListener::bind(&addr).await.map_err(|e| format!("listening on {addr}: {e}"))?, tls.clone()));
+        }
     }
     Ok(out)
 }
@@ -38,20 +49,35 @@ fn is_loopback(ip: std::net::IpAddr) -> bool {
     }
 }
 
-pub async fn accept_loop(co: Arc<Coordinator>, l: TcpListener) {
+/// How long a connection on the TLS port may take to finish its handshake (a peer that sends nothing is closed).
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+pub async fn accept_loop(co: Arc<Coordinator>, l: TcpListener, tls: Option<TlsAcceptor>) {
     loop {
         match l.accept().await {
-            Ok((mut s, addr)) => {
+            Ok((s, peer)) => {
                 let co = co.clone();
-                let protected = co.cfg.protected() && !is_loopback(addr.ip());
-                if protected && co.cfg.sentinel_pass.is_none() {
-                    // No way to be let in: refused at once, as Redis does.
-                    tokio::spawn(async move {
-                        let _ = s.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
-                    });
-                    continue;
-                }
+                let tls = tls.clone();
+                let protected = co.cfg.protected() && !is_loopback(peer.ip());
                 tokio::spawn(async move {
+                    let _ = s.set_nodelay(true);
+                    let s = match tls {
+                        // On this connection's own task: nobody else waits for a slow handshake.
+                        Some(a) => match ruvio_tls::accept(&a, s, TLS_HANDSHAKE_TIMEOUT).await {
+                            Ok(s) => s,
+                            Err(e) => {
+                                tracing::info!("TLS handshake with {peer} failed: {e}");
+                                return;
+                            }
+                        },
+                        None => Stream::Plain(s),
+                    };
+                    if protected && co.cfg.sentinel_pass.is_none() {
+                        // No way to be let in: refused at once, as Redis does.
+                        let mut s = s;
+                        let _ = s.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
+                        return;
+                    }
                     co.connected_clients.fetch_add(1, Ordering::Relaxed);
                     let mut session = Session::new(co.clone());
                     session.protected = protected;
@@ -131,8 +157,7 @@ impl Session {
         Session { co, proto: Protocol::Resp2, authed, peer: false, protected: false, name: None, channels: Vec::new(), patterns: Vec::new(), events: None, quit: false }
     }
 
-    async fn run(mut self, mut s: TcpStream) -> std::io::Result<()> {
-        s.set_nodelay(true)?;
+    async fn run(mut self, mut s: Stream) -> std::io::Result<()> {
         let mut parser = RequestParser::new();
         let limits = RequestLimits::default();
         let mut inbuf = BytesMut::with_capacity(16 * 1024);
@@ -151,6 +176,7 @@ impl Session {
                             Err(e) => {
                                 encode(&err(format!("ERR Protocol error: {e}")), self.proto, &mut out);
                                 s.write_all(&out).await?;
+                                s.flush().await?;
                                 return Ok(());
                             }
                         };
@@ -166,6 +192,7 @@ impl Session {
                         }
                     }
                     s.write_all(&out).await?;
+                    s.flush().await?;
                     out.clear();
                     if self.quit {
                         return Ok(());
@@ -178,6 +205,7 @@ impl Session {
                                 encode(&v, self.proto, &mut out);
                             }
                             s.write_all(&out).await?;
+                            s.flush().await?;
                             out.clear();
                         }
                         Err(broadcast::error::RecvError::Lagged(_)) => {}

@@ -18,19 +18,35 @@ use ruvio_protocol::{decode_value, encode_command, DecodeLimits, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// `--tls-dir DIR` (bench/tls.sh): connect over TLS trusting DIR/ca.crt and presenting DIR/client.crt.
+fn tls_config(dir: &str) -> std::sync::Arc<ruvio_tls::rustls::ClientConfig> {
+    let files = ruvio_tls::ClientFiles {
+        ca_cert_file: format!("{dir}/ca.crt"),
+        cert_file: format!("{dir}/client.crt"),
+        key_file: format!("{dir}/client.key"),
+        verify_hostname: true,
+        ..Default::default()
+    };
+    ruvio_tls::client_config(&files).expect("TLS files")
+}
+
 const COMPARE_AND_DELETE: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
 struct Conn {
-    stream: TcpStream,
+    stream: ruvio_tls::Stream,
     buf: BytesMut,
     out: BytesMut,
 }
 
 impl Conn {
-    async fn connect(port: u16) -> Conn {
+    async fn connect(port: u16, tls: Option<std::sync::Arc<ruvio_tls::rustls::ClientConfig>>) -> Conn {
         let stream = TcpStream::connect(("127.0.0.1", port)).await.expect("connect");
         stream.set_nodelay(true).unwrap();
+        let stream = match tls {
+            Some(config) => ruvio_tls::connect(config, "127.0.0.1", stream, std::time::Duration::from_secs(10)).await.expect("TLS handshake"),
+            None => ruvio_tls::Stream::Plain(stream),
+        };
         Conn { stream, buf: BytesMut::with_capacity(4096), out: BytesMut::with_capacity(256) }
     }
 
@@ -38,6 +54,7 @@ impl Conn {
         self.out.clear();
         encode_command(args, &mut self.out);
         self.stream.write_all(&self.out).await.expect("write");
+        self.stream.flush().await.expect("write");
         loop {
             if let Some((v, used)) = decode_value(&self.buf, DecodeLimits::default()).expect("valid RESP") {
                 let _ = self.buf.split_to(used);
@@ -58,10 +75,11 @@ struct Opts {
     seconds: u64,
     ttl: u64,
     durable: u64,
+    tls_dir: Option<String>,
 }
 
 fn parse() -> Opts {
-    let mut o = Opts { port: 6379, redis: false, clients: 50, keys: 10_000, seconds: 10, ttl: 10_000, durable: 0 };
+    let mut o = Opts { port: 6379, redis: false, clients: 50, keys: 10_000, seconds: 10, ttl: 10_000, durable: 0, tls_dir: None };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
         let v = pair.get(1).expect("every option takes a value");
@@ -73,6 +91,7 @@ fn parse() -> Opts {
             "--seconds" => o.seconds = v.parse().unwrap(),
             "--ttl" => o.ttl = v.parse().unwrap(),
             "--durable" => o.durable = v.parse().unwrap(),
+            "--tls-dir" => o.tls_dir = Some(v.clone()),
             other => panic!("unknown option {other}"),
         }
     }
@@ -83,7 +102,7 @@ fn parse() -> Opts {
 async fn worker(o: Opts, id: usize, sha: String, end: Instant) -> (Vec<u32>, u64) {
     use rand::{Rng, SeedableRng};
     let mut rng = rand::rngs::StdRng::seed_from_u64(id as u64);
-    let mut c = Conn::connect(o.port).await;
+    let mut c = Conn::connect(o.port, o.tls_dir.as_deref().map(tls_config)).await;
     let ttl = o.ttl.to_string();
     let durable = o.durable.to_string();
     if o.durable > 0 && !o.redis {
@@ -134,7 +153,7 @@ fn main() {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     rt.block_on(async {
         let sha = if o.redis {
-            let mut c = Conn::connect(o.port).await;
+            let mut c = Conn::connect(o.port, o.tls_dir.as_deref().map(tls_config)).await;
             let v = c.cmd(&[b"SCRIPT", b"LOAD", COMPARE_AND_DELETE.as_bytes()]).await;
             String::from_utf8(v.as_bytes().expect("a SHA").to_vec()).unwrap()
         } else {

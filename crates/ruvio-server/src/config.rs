@@ -124,6 +124,26 @@ pub struct Config {
     pub acllog_max_len: u64,
     /// LATENCY: commands taking at least this many ms are sampled (0: off).
     pub latency_monitor_threshold: u64,
+    /// `tls-port`: the port TLS clients connect to on every bind address (0 = none). `port 0` with a `tls-port`
+    /// leaves TLS the only way in, as in Redis.
+    pub tls_port: u16,
+    /// `tls-cert-file` / `tls-key-file`: the server's certificate chain and key (PEM); also the client certificate a
+    /// replica presents to its primary unless `tls-client-cert-file` / `tls-client-key-file` are set.
+    pub tls_cert_file: String,
+    pub tls_key_file: String,
+    pub tls_client_cert_file: String,
+    pub tls_client_key_file: String,
+    /// `tls-ca-cert-file` / `tls-ca-cert-dir`: the CAs client certificates (and, for a replica, its primary's) must
+    /// be signed by.
+    pub tls_ca_cert_file: String,
+    pub tls_ca_cert_dir: String,
+    /// `tls-auth-clients yes|no|optional` (Redis's default: yes).
+    pub tls_auth_clients: ruvio_tls::ClientAuth,
+    /// `tls-replication yes`: this node, as a replica, connects to its primary over TLS (the primary's `tls-port`).
+    pub tls_replication: bool,
+    /// `tls-handshake-timeout` (ms, Ruvio's own): a connection on the TLS port that has not finished its handshake
+    /// in this time is closed, so a peer that opens one and sends nothing holds nothing for long.
+    pub tls_handshake_timeout: u64,
     /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
     pub metrics_port: u16,
     /// The configuration file the server was started with, as an absolute path (INFO server's `config_file`); not
@@ -188,6 +208,16 @@ impl Default for Config {
             pidfile: String::new(),
             log_format: "text".into(),
             metrics_port: 0,
+            tls_port: 0,
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
+            tls_client_cert_file: String::new(),
+            tls_client_key_file: String::new(),
+            tls_ca_cert_file: String::new(),
+            tls_ca_cert_dir: String::new(),
+            tls_auth_clients: ruvio_tls::ClientAuth::Required,
+            tls_replication: false,
+            tls_handshake_timeout: 10_000,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
             acllog_max_len: 128,
@@ -385,6 +415,18 @@ pub static PARAMS: &[Param] = &[
     // writes over maxmemory) is honoured.
     Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts keys (an evicted lock would be granted twice); only noeviction is accepted".into()) }, mutable: true },
     Param { name: "metrics-port", get: |c| c.metrics_port.to_string(), set: |c, v| { c.metrics_port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
+    // TLS (docs/security.md). The files are read again by CONFIG SET (a renewed certificate takes effect for new
+    // connections; one that does not load is refused and the old one stays).
+    Param { name: "tls-port", get: |c| c.tls_port.to_string(), set: |c, v| { c.tls_port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
+    Param { name: "tls-cert-file", get: |c| c.tls_cert_file.clone(), set: |c, v| { c.tls_cert_file = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "tls-key-file", get: |c| c.tls_key_file.clone(), set: |c, v| { c.tls_key_file = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "tls-client-cert-file", get: |c| c.tls_client_cert_file.clone(), set: |c, v| { c.tls_client_cert_file = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "tls-client-key-file", get: |c| c.tls_client_key_file.clone(), set: |c, v| { c.tls_client_key_file = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "tls-ca-cert-file", get: |c| c.tls_ca_cert_file.clone(), set: |c, v| { c.tls_ca_cert_file = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "tls-ca-cert-dir", get: |c| c.tls_ca_cert_dir.clone(), set: |c, v| { c.tls_ca_cert_dir = v.to_string(); Ok(()) }, mutable: true },
+    Param { name: "tls-auth-clients", get: |c| c.tls_auth_clients.as_str().into(), set: |c, v| { c.tls_auth_clients = ruvio_tls::ClientAuth::parse(v)?; Ok(()) }, mutable: true },
+    Param { name: "tls-replication", get: |c| yes_no(c.tls_replication), set: |c, v| { c.tls_replication = boolean(v)?; Ok(()) }, mutable: true },
+    Param { name: "tls-handshake-timeout", get: |c| c.tls_handshake_timeout.to_string(), set: |c, v| { c.tls_handshake_timeout = num_between(v, 1, 3_600_000)? as u64; Ok(()) }, mutable: true },
     Param { name: "slowlog-log-slower-than", get: |c| c.slowlog_log_slower_than.to_string(), set: |c, v| { c.slowlog_log_slower_than = num_between(v, -1, i64::MAX)?; Ok(()) }, mutable: true },
     Param { name: "acllog-max-len", get: |c| c.acllog_max_len.to_string(), set: |c, v| { c.acllog_max_len = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "slowlog-max-len", get: |c| c.slowlog_max_len.to_string(), set: |c, v| { c.slowlog_max_len = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
@@ -497,6 +539,40 @@ pub fn find_param(name: &str) -> Option<&'static Param> {
 }
 
 impl Config {
+    /// The TLS server configuration these parameters describe (`None` without a `tls-port`).
+    pub fn tls_server(&self) -> Result<Option<std::sync::Arc<ruvio_tls::rustls::ServerConfig>>, String> {
+        if self.tls_port == 0 {
+            return Ok(None);
+        }
+        let files = ruvio_tls::ServerFiles {
+            cert_file: self.tls_cert_file.clone(),
+            key_file: self.tls_key_file.clone(),
+            ca_cert_file: self.tls_ca_cert_file.clone(),
+            ca_cert_dir: self.tls_ca_cert_dir.clone(),
+            auth_clients: self.tls_auth_clients,
+        };
+        ruvio_tls::server_config(&files).map(Some)
+    }
+
+    /// How a replica connects to its primary with `tls-replication yes`: trusting `tls-ca-cert-*`, presenting
+    /// `tls-client-cert-file` (or, as Redis, `tls-cert-file`). Only the chain is checked, not the primary's name
+    /// (as Redis does: replicas follow addresses, often bare IPs).
+    pub fn tls_replica_client(&self) -> Result<std::sync::Arc<ruvio_tls::rustls::ClientConfig>, String> {
+        let (cert, key) = if self.tls_client_cert_file.is_empty() {
+            (self.tls_cert_file.clone(), self.tls_key_file.clone())
+        } else {
+            (self.tls_client_cert_file.clone(), self.tls_client_key_file.clone())
+        };
+        let files = ruvio_tls::ClientFiles {
+            ca_cert_file: self.tls_ca_cert_file.clone(),
+            ca_cert_dir: self.tls_ca_cert_dir.clone(),
+            cert_file: cert,
+            key_file: key,
+            verify_hostname: false,
+        };
+        ruvio_tls::client_config(&files)
+    }
+
     /// When a packed hash becomes a table (`hash-max-listpack-entries`, `hash-max-listpack-value`).
     pub fn hash_limits(&self) -> crate::keyspace::hash::Limits {
         crate::keyspace::hash::Limits { max_entries: self.hash_max_listpack_entries, max_value: self.hash_max_listpack_value }

@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use parking_lot::MutexGuard;
 use ruvio_protocol::{encode, ProtocolError, RequestLimits, RequestParser, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use ruvio_tls::Stream;
 
 use crate::client::{ClientInfo, ClientState};
 use crate::commands;
@@ -34,7 +34,8 @@ const FLUSH_AT: usize = 64 * 1024;
 
 pub struct Connection {
     shared: Arc<Shared>,
-    stream: TcpStream,
+    /// Plain TCP or TLS (`tls-port`).
+    stream: Stream,
     inbuf: BytesMut,
     outbuf: BytesMut,
     parser: RequestParser,
@@ -52,7 +53,7 @@ enum Step {
 }
 
 impl Connection {
-    pub fn new(shared: Arc<Shared>, stream: TcpStream, info: Arc<ClientInfo>) -> Self {
+    pub fn new(shared: Arc<Shared>, stream: Stream, info: Arc<ClientInfo>) -> Self {
         let user = shared.acl.autologin();
         let mut state = ClientState::new(info, false);
         if let Some(u) = user {
@@ -139,7 +140,7 @@ impl Connection {
     async fn finish_sent_requests(&mut self) -> std::io::Result<()> {
         for _ in 0..64 {
             self.inbuf.reserve(READ_CHUNK);
-            match self.stream.try_read_buf(&mut self.inbuf) {
+            match self.stream.try_read_buf(&mut self.inbuf).await {
                 Ok(n) if n > 0 => Stats::add(&self.shared.stats.net_input_bytes, n as u64),
                 _ => return Ok(()),
             }
@@ -495,7 +496,8 @@ impl Connection {
         // output limit kills it, and the kill must win over the stuck write.
         let info = self.state.info.clone();
         tokio::select! {
-            r = self.stream.write_all(&self.outbuf) => r?,
+            // TLS keeps what the socket could not take yet in its own buffer until flushed (a no-op for TCP).
+            r = async { self.stream.write_all(&self.outbuf).await?; self.stream.flush().await } => r?,
             _ = info.kill_notify.notified(), if !info.is_killed() => {
                 return Err(std::io::Error::other("client killed while its output was blocked"));
             }

@@ -7,6 +7,8 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
+use ruvio_tls::Stream;
+
 use crate::client::ClientInfo;
 use crate::connection::Connection;
 use crate::shared::{Shared, Stats};
@@ -14,48 +16,65 @@ use crate::workers::Workers;
 
 const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Ruvio you may adopt one of the following solutions: 1) Disable protected mode by sending the command 'CONFIG SET protected-mode no' from the loopback interface. 2) Set a password with 'CONFIG SET requirepass <password>' or the `requirepass` config option. 3) Start the server with '--protected-mode no'.\r\n";
 
-/// Binds every configured address. `-::1`-style entries (a leading '-') are optional: failing to bind them is not
-/// an error, as in Redis.
-pub async fn bind(shared: &Arc<Shared>) -> std::io::Result<Vec<TcpListener>> {
-    let (binds, port) = {
+/// A listening socket: the plain port (`port`) or the TLS port (`tls-port`).
+pub struct Listener {
+    pub tcp: TcpListener,
+    pub tls: bool,
+}
+
+/// Redis's words when neither port is set.
+const NOWHERE: &str = "Configured to not listen anywhere, exiting.";
+
+/// Binds every configured address, on `port` (unless 0: as in Redis, `port 0` means no plain TCP) and on
+/// `tls-port` (unless 0). `-::1`-style entries (a leading '-') are optional: failing to bind them is not an error,
+/// as in Redis.
+pub async fn bind(shared: &Arc<Shared>) -> std::io::Result<Vec<Listener>> {
+    let (binds, port, tls_port) = {
         let c = shared.config.read();
-        (c.bind.clone(), c.port)
+        (c.bind.clone(), c.port, c.tls_port)
     };
-    let mut listeners = Vec::new();
-    let mut port = port;
-    for b in binds {
-        let (optional, addr) = match b.strip_prefix('-') {
-            Some(a) => (true, a.to_string()),
-            None => (false, b.clone()),
-        };
-        let ip: IpAddr = if addr == "*" { "0.0.0.0".parse().unwrap() } else {
-            addr.parse().map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("bad bind address {addr}")))?
-        };
-        match TcpListener::bind(SocketAddr::new(ip, port)).await {
-            Ok(l) => {
-                // With port 0 (tests), every further address uses the port the first one got.
-                port = l.local_addr()?.port();
-                listeners.push(l);
-            }
-            Err(e) if optional => tracing::info!("skipping optional bind address {addr}: {e}"),
-            Err(e) => return Err(std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))),
-        }
+    if port == 0 && tls_port == 0 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, NOWHERE));
     }
-    shared.bound_port.store(port as u64, std::sync::atomic::Ordering::Relaxed);
+    let mut listeners = Vec::new();
+    for (port, tls) in [(port, false), (tls_port, true)] {
+        if port == 0 {
+            continue;
+        }
+        for b in &binds {
+            let (optional, addr) = match b.strip_prefix('-') {
+                Some(a) => (true, a.to_string()),
+                None => (false, b.clone()),
+            };
+            let ip: IpAddr = if addr == "*" { "0.0.0.0".parse().unwrap() } else {
+                addr.parse().map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("bad bind address {addr}")))?
+            };
+            match TcpListener::bind(SocketAddr::new(ip, port)).await {
+                Ok(l) => listeners.push(Listener { tcp: l, tls }),
+                Err(e) if optional => tracing::info!("skipping optional bind address {addr}: {e}"),
+                Err(e) => return Err(std::io::Error::new(e.kind(), format!("could not bind {addr}:{port}: {e}"))),
+            }
+        }
+        let bound = if tls { &shared.bound_tls_port } else { &shared.bound_port };
+        bound.store(port as u64, std::sync::atomic::Ordering::Relaxed);
+    }
     Ok(listeners)
 }
 
 /// What a client past `maxclients` gets before its connection is closed.
 const MAXCLIENTS_REACHED: &[u8] = b"-ERR max number of clients reached\r\n";
 
-/// True when `maxclients` connections are open (one lock at a time).
+/// True when `maxclients` connections are open or in their TLS handshake (one lock at a time).
 fn at_capacity(shared: &Shared) -> bool {
     let max = shared.config.read().maxclients;
-    shared.clients.lock().len() >= max
+    let handshaking = shared.tls_handshakes.load(std::sync::atomic::Ordering::Relaxed) as usize;
+    shared.clients.lock().len() + handshaking >= max
 }
 
-/// Accepts connections on `listener` until shutdown and hands each to an I/O worker.
-pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Arc<Workers>) {
+/// Accepts connections on `listener` until shutdown and hands each to an I/O worker (which does the TLS
+/// handshake, if any: the accepting task never waits for a client).
+pub async fn accept_loop(shared: Arc<Shared>, listener: Listener, workers: Arc<Workers>) {
+    let Listener { tcp: listener, tls } = listener;
     let mut shutdown = shared.shutdown.subscribe();
     // Accept failures (out of file descriptors, mostly) are logged once, then summed up at most once a minute.
     let mut failures_since_log = 0u64;
@@ -82,10 +101,25 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Ar
                     }
                 };
                 let shared = shared.clone();
+                if tls {
+                    shared.tls_handshakes.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 workers.next().spawn(async move {
                     match TcpStream::from_std(std_stream) {
-                        Ok(stream) => admit(&shared, stream, peer).await,
-                        Err(e) => tracing::warn!("could not adopt a connection: {e}"),
+                        Ok(stream) if tls => {
+                            let stream = handshake(&shared, stream, peer).await;
+                            shared.tls_handshakes.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                            if let Some(stream) = stream {
+                                admit(&shared, stream, peer).await;
+                            }
+                        }
+                        Ok(stream) => admit(&shared, Stream::Plain(stream), peer).await,
+                        Err(e) => {
+                            if tls {
+                                shared.tls_handshakes.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            tracing::warn!("could not adopt a connection: {e}");
+                        }
                     }
                 });
             }
@@ -107,19 +141,41 @@ pub async fn accept_loop(shared: Arc<Shared>, listener: TcpListener, workers: Ar
     }
 }
 
-async fn admit(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+/// The TLS handshake of a connection on the TLS port, on the connection's own I/O worker: other clients of that
+/// worker are served meanwhile, and `tls-handshake-timeout` bounds a peer that sends nothing. A peer that is not
+/// speaking TLS (a plain RESP client on the TLS port) fails at its first bytes and is closed at once.
+async fn handshake(shared: &Arc<Shared>, tcp: TcpStream, peer: SocketAddr) -> Option<Stream> {
     Stats::add(&shared.stats.connections_received, 1);
-    let _ = stream.set_nodelay(true);
+    let _ = tcp.set_nodelay(true);
+    let acceptor = shared.tls.read().clone()?;
+    let limit = Duration::from_millis(shared.config.read().tls_handshake_timeout);
+    match ruvio_tls::accept(&acceptor, tcp, limit).await {
+        Ok(s) => Some(s),
+        Err(e) => {
+            Stats::add(&shared.stats.rejected_connections, 1);
+            tracing::info!("TLS handshake with {peer} failed: {e}");
+            None
+        }
+    }
+}
+
+async fn admit(shared: &Arc<Shared>, mut stream: Stream, peer: SocketAddr) {
+    if !stream.is_tls() {
+        // Counted by the handshake for TLS connections.
+        Stats::add(&shared.stats.connections_received, 1);
+        let _ = stream.tcp().set_nodelay(true);
+    }
     let (maxclients, protected, has_password, keepalive) = {
         let c = shared.config.read();
         (c.maxclients, c.protected_mode, !shared.acl.default_is_open(), c.tcp_keepalive)
     };
     if keepalive > 0 {
-        crate::os::set_keepalive(&stream, keepalive);
+        crate::os::set_keepalive(stream.tcp(), keepalive);
     }
     if protected && !has_password && !peer.ip().is_loopback() && !is_mapped_loopback(peer.ip()) {
         Stats::add(&shared.stats.rejected_connections, 1);
         let _ = stream.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
+        let _ = stream.flush().await;
         return;
     }
     let id = shared.next_client_id();
@@ -136,6 +192,7 @@ async fn admit(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     if !admitted {
         Stats::add(&shared.stats.rejected_connections, 1);
         let _ = stream.write_all(MAXCLIENTS_REACHED).await;
+        let _ = stream.flush().await;
         return;
     }
     Connection::new(shared.clone(), stream, info).run().await;

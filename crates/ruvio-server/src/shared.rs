@@ -92,6 +92,13 @@ pub struct Shared {
     pub lock_timer: Notify,
     /// The port actually bound (differs from the config's when it asked for port 0).
     pub bound_port: AtomicU64,
+    /// The TLS port actually bound (0: none).
+    pub bound_tls_port: AtomicU64,
+    /// The TLS server side (`tls-port`): built at start-up, rebuilt by CONFIG SET of a `tls-*` file parameter.
+    pub tls: RwLock<Option<ruvio_tls::TlsAcceptor>>,
+    /// Connections on the TLS port still in their handshake: they count against `maxclients`, so a flood of
+    /// handshakes cannot hold more sockets than clients could.
+    pub tls_handshakes: AtomicU64,
     /// The write log: LSNs, the backlog its consumers read, durability per LSN.
     pub journal: crate::journal::Journal,
     /// Persistence (a consumer of the journal): the log writer, compaction, status.
@@ -208,6 +215,9 @@ impl Shared {
             loading: AtomicBool::new(false),
             lock_timer: Notify::new(),
             bound_port: AtomicU64::new(0),
+            bound_tls_port: AtomicU64::new(0),
+            tls: RwLock::new(None),
+            tls_handshakes: AtomicU64::new(0),
             journal: crate::journal::Journal::new(backlog),
             aof: crate::persistence::Aof::default(),
             replication: crate::replication::Replication::default(),

@@ -35,12 +35,13 @@ async fn start_in(dir: PathBuf) -> Server {
 
 async fn start_with(dir: PathBuf, appendonly: bool) -> Server {
     let mut config = Config::default();
-    config.port = 0;
     config.dir = dir;
     config.appendonly = appendonly;
     let shared = Shared::new(config);
-    let listeners = ruvio_server::server::bind(&shared).await.unwrap();
-    let port = listeners[0].local_addr().unwrap().port();
+    // An ephemeral port of the test's own (`port 0` means "no plain TCP" to the server, as in Redis).
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let listeners = vec![ruvio_server::server::Listener { tcp, tls: false }];
     let done = tokio::spawn(ruvio_server::run_with(shared.clone(), listeners));
     Server { shared, port, done }
 }

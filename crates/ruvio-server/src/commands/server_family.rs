@@ -121,6 +121,24 @@ fn config_set(ctx: &mut Ctx) -> Value {
     if let Some(n) = fits.map_or(Some(0), |(n, _)| (n < next.maxclients).then_some(n)) {
         return config_set_failed("maxclients", &format!("The operating system is not able to handle the specified number of clients, try with {n}"));
     }
+    // New TLS files (a renewed certificate) are loaded now, for the connections that follow; ones that do not
+    // load are refused and the running configuration stays (Redis's text).
+    let tls_changed = seen.iter().any(|n| n.starts_with("tls-") && !matches!(*n, "tls-replication" | "tls-handshake-timeout" | "tls-client-cert-file" | "tls-client-key-file"));
+    let new_tls = if tls_changed {
+        match next.tls_server() {
+            Ok(t) => Some(t),
+            Err(e) => {
+                tracing::warn!("CONFIG SET: the new TLS configuration does not load: {e}");
+                let name = seen.iter().find(|n| n.starts_with("tls-")).copied().unwrap_or("tls-cert-file");
+                return config_set_failed(name, "Unable to update TLS configuration. Check server logs.");
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(tls) = new_tls {
+        *ctx.shared.tls.write() = tls.map(ruvio_tls::TlsAcceptor::from);
+    }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
     ctx.shared.metrics.slow.configure(&next);
     ctx.shared.acl.set_log_max(next.acllog_max_len);

@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use ruvio_protocol::{RequestLimits, RequestParser};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::net::TcpStream;
+use ruvio_tls::Stream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 
 use crate::client::Handover;
 use crate::journal::{ConsumerId, ReadError};
@@ -29,7 +28,7 @@ fn repl_timeout(shared: &Shared) -> Duration {
 }
 
 /// Serves one replica until the link breaks, this node stops being a primary, or the server shuts down.
-pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: Handover) {
+pub async fn serve(shared: Arc<Shared>, stream: Stream, req: Handover) {
     let ip = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
     // From the first replica on, every write is journaled (as Redis creates its backlog then), appendonly or not.
     shared.store.lock().log_enabled = true;
@@ -45,15 +44,17 @@ pub async fn serve(shared: Arc<Shared>, stream: TcpStream, req: Handover) {
     }
 }
 
-async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: u64) -> Result<(), String> {
-    let _ = stream.set_nodelay(true);
+async fn stream_to(shared: &Arc<Shared>, stream: Stream, req: &Handover, id: u64) -> Result<(), String> {
+    let _ = stream.tcp().set_nodelay(true);
     let generation = shared.replication.generation();
     let epoch = shared.store.lock().locks.tokens.epoch();
-    let (mut rd, mut wr) = stream.into_split();
+    // Plain TCP or TLS alike (a replica with `tls-replication yes` came in on the TLS port).
+    let (mut rd, mut wr) = tokio::io::split(stream);
     if req.epoch > epoch {
         // The replica has seen a later failover than this node: this node is a stale primary.
         let msg = format!("-ERR this primary is at epoch {epoch}, older than the replica's {}\r\n", req.epoch);
         let _ = wr.write_all(msg.as_bytes()).await;
+        let _ = wr.flush().await;
         return Err(format!("refused: the replica is at epoch {}, this primary at {epoch}", req.epoch));
     }
     let replid = shared.replication.replid();
@@ -65,6 +66,7 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
             shared.replication.partial_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tracing::info!("replica {}: resuming from LSN {}", req.port, req.next_lsn);
             wr.write_all(format!("+CONTINUE {replid} {epoch}\r\n").as_bytes()).await.map_err(|e| e.to_string())?;
+            wr.flush().await.map_err(|e| e.to_string())?;
             c
         }
         None => {
@@ -84,7 +86,7 @@ async fn stream_to(shared: &Arc<Shared>, stream: TcpStream, req: &Handover, id: 
 }
 
 /// Sends a snapshot; returns the cursor the stream continues from and the snapshot's LSN.
-async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, replid: &str, epoch: u16) -> Result<(ConsumerId, u64), String> {
+async fn full_sync(shared: &Arc<Shared>, wr: &mut WriteHalf<Stream>, id: u64, replid: &str, epoch: u16) -> Result<(ConsumerId, u64), String> {
     shared.replication.full_syncs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = shared.config.read().dir.clone();
     let path = dir.join(format!("replica-sync-{id}.tmp"));
@@ -137,8 +139,8 @@ async fn full_sync(shared: &Arc<Shared>, wr: &mut OwnedWriteHalf, id: u64, repli
 
 async fn stream_records(
     shared: &Arc<Shared>,
-    rd: &mut tokio::net::tcp::OwnedReadHalf,
-    wr: &mut OwnedWriteHalf,
+    rd: &mut ReadHalf<Stream>,
+    wr: &mut WriteHalf<Stream>,
     cursor: ConsumerId,
     id: u64,
     generation: u64,
@@ -157,9 +159,14 @@ async fn stream_records(
         notified.as_mut().enable();
         match shared.journal.read(cursor) {
             Ok(segments) => {
+                let any = !segments.is_empty();
                 for seg in segments {
                     wr.write_all(&seg.bytes).await.map_err(|e| format!("writing the stream: {e}"))?;
                     sent = sent.max(seg.last_lsn);
+                }
+                if any {
+                    // Out of TLS's buffer onto the socket (a no-op for TCP).
+                    wr.flush().await.map_err(|e| format!("writing the stream: {e}"))?;
                 }
             }
             Err(ReadError::Lagged { oldest }) => {

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedReadHalf;
+use ruvio_tls::Stream;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, ReadHalf, WriteHalf};
 use tokio::net::TcpStream;
 
 use crate::dispatch::Replayer;
@@ -78,15 +78,34 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
         .map_err(|e| format!("connecting: {e}"))?;
     let _ = stream.set_nodelay(true);
     // A primary that vanished without closing the link (a dead machine, a cut cable) is noticed by TCP keepalive.
-    let keepalive = shared.config.read().tcp_keepalive;
+    let (keepalive, tls) = {
+        let c = shared.config.read();
+        (c.tcp_keepalive, c.tls_replication)
+    };
     if keepalive > 0 {
         crate::os::set_keepalive(&stream, keepalive);
     }
-    let (mut rd, mut wr) = stream.into_split();
+    let stream = if tls {
+        // `tls-replication yes`: the primary's TLS port, this node's client certificate, its CAs (read again at each
+        // connection, so renewed files are picked up).
+        let (config, limit) = {
+            let c = shared.config.read();
+            (c.tls_replica_client(), Duration::from_millis(c.tls_handshake_timeout))
+        };
+        let config = config.map_err(|e| format!("tls-replication: {e}"))?;
+        ruvio_tls::connect(config, host, stream, limit).await.map_err(|e| format!("TLS handshake with the primary: {e}"))?
+    } else {
+        Stream::Plain(stream)
+    };
+    let (mut rd, mut wr) = tokio::io::split(stream);
     let (epoch, aof, my_port) = {
         let c = shared.config.read();
         let epoch = (shared.store.lock().locks.tokens.epoch() as u64).max(shared.replication.promised_epoch()).min(u16::MAX as u64) as u16;
-        (epoch, c.appendonly, shared.bound_port.load(std::sync::atomic::Ordering::Relaxed))
+        // The port this node is reached on, which its primary reports (INFO replication) and coordinators follow:
+        // the TLS port when replication runs over TLS or when it is the only one (as Redis announces).
+        let (plain, tls_port) = (shared.bound_port.load(std::sync::atomic::Ordering::Relaxed), shared.bound_tls_port.load(std::sync::atomic::Ordering::Relaxed));
+        let port = if tls_port != 0 && (tls || plain == 0) { tls_port } else { plain };
+        (epoch, c.appendonly, port)
     };
     let next_lsn = shared.journal.last_lsn() + 1;
     let mut buf = BytesMut::with_capacity(64 * 1024);
@@ -100,6 +119,7 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
         let args: Vec<Bytes> = std::iter::once("AUTH".to_string()).chain(user).chain(std::iter::once(pass)).map(Bytes::from).collect();
         encode_command(&mut out, &args);
         wr.write_all(&out).await.map_err(|e| format!("sending AUTH: {e}"))?;
+        wr.flush().await.map_err(|e| format!("sending AUTH: {e}"))?;
         let line = read_line(&mut rd, &mut buf).await?;
         if !line.starts_with("+OK") {
             return Err(format!("the primary refused AUTH (masteruser/masterauth): {line}"));
@@ -119,6 +139,7 @@ async fn session(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -
     .collect();
     encode_command(&mut out, &args);
     wr.write_all(&out).await.map_err(|e| format!("sending PSYNC: {e}"))?;
+    wr.flush().await.map_err(|e| format!("sending PSYNC: {e}"))?;
     let line = read_line(&mut rd, &mut buf).await?;
     let words: Vec<&str> = line.split(' ').collect();
     let primary_epoch;
@@ -171,7 +192,7 @@ fn parse_epoch(word: &str, mine: u16, line: &str) -> Result<u16, String> {
     Ok(e)
 }
 
-async fn read_line(rd: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<String, String> {
+async fn read_line(rd: &mut ReadHalf<Stream>, buf: &mut BytesMut) -> Result<String, String> {
     loop {
         if let Some(i) = buf.windows(2).position(|w| w == b"\r\n") {
             let line = buf.split_to(i + 2);
@@ -191,7 +212,7 @@ async fn read_line(rd: &mut OwnedReadHalf, buf: &mut BytesMut) -> Result<String,
 }
 
 /// Writes the next `size` bytes of the link to `path` (fsynced).
-async fn receive_file(rd: &mut OwnedReadHalf, buf: &mut BytesMut, path: &Path, size: u64) -> Result<(), String> {
+async fn receive_file(rd: &mut ReadHalf<Stream>, buf: &mut BytesMut, path: &Path, size: u64) -> Result<(), String> {
     let io = |e: std::io::Error| format!("receiving the snapshot into {}: {e}", path.display());
     let mut f = tokio::fs::File::create(path).await.map_err(io)?;
     let mut left = size;
@@ -255,8 +276,8 @@ fn load_snapshot(shared: &Arc<Shared>, path: &Path, lsn: u64, epoch: u16) -> Res
 async fn apply_stream(
     shared: &Arc<Shared>,
     generation: u64,
-    rd: &mut OwnedReadHalf,
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    rd: &mut ReadHalf<Stream>,
+    wr: &mut WriteHalf<Stream>,
     mut buf: BytesMut,
     aof: bool,
     primary_epoch: u16,
@@ -303,6 +324,7 @@ async fn apply_stream(
             ];
             encode_command(&mut out, &ack);
             wr.write_all(&out).await.map_err(|e| format!("sending an acknowledgement: {e}"))?;
+            wr.flush().await.map_err(|e| format!("sending an acknowledgement: {e}"))?;
             sent = (received, fsynced);
             sent_at = Instant::now();
         }
