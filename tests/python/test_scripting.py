@@ -514,3 +514,31 @@ def test_redis_py_lock_two_processes_contending(server):
     assert c.get("contended:count") == b"80"
     assert c.get("contended") is None
     c.close()
+
+
+# ----- redis.acl_check_cmd -----
+
+def test_acl_check_cmd_uses_the_callers_user(server):
+    """redis.acl_check_cmd answers for the user of the connection running the script: its commands and keys;
+    an unknown command is an error (Redis 7.0's texts)."""
+    admin = server.client(protocol=2)
+    admin.acl_setuser("scripter", enabled=True, passwords=["+pw"], keys=["xx"], commands=["+eval", "+set", "+function", "+fcall"])
+    c = server.client(protocol=2, username="scripter", password="pw")
+    try:
+        assert c.eval("return redis.acl_check_cmd('set','xx',1)", 1, "xx") == 1
+        assert c.eval("return redis.acl_check_cmd('hset','xx','f',1)", 1, "xx") is None
+        assert c.eval("return redis.acl_check_cmd('set','yy',1)", 0) is None
+        # Subcommands are checked as such.
+        assert c.eval("return redis.acl_check_cmd('config','get','x')", 0) is None
+        with pytest.raises(ResponseError) as e:
+            c.eval("return redis.acl_check_cmd('invalid-cmd','arg')", 0)
+        assert err(e).startswith("Invalid command passed to redis.acl_check_cmd()")
+        with pytest.raises(ResponseError) as e:
+            c.eval("return redis.acl_check_cmd()", 0)
+        assert err(e).startswith("Please specify at least one argument for this redis lib call")
+        # The default user (all commands, all keys) is allowed everything.
+        assert admin.eval("return redis.acl_check_cmd('hset','yy','f',1)", 0) == 1
+        assert admin.eval("return redis.acl_check_cmd('config','get','x')", 0) == 1
+    finally:
+        c.close()
+        admin.close()

@@ -42,7 +42,11 @@ fn cat_bit(name: &str) -> u64 {
 /// container's group).
 pub fn category_bits(spec: &CommandSpec, parent: Option<&CommandSpec>) -> u64 {
     let mut bits = 0;
-    let flag_cats: [(u32, &str); 6] = [
+    let flag_cats: [(u32, &str); 10] = [
+        (flags::DANGEROUS, "dangerous"),
+        (flags::ON_COLLECTIONS, "list"),
+        (flags::ON_COLLECTIONS, "set"),
+        (flags::ON_COLLECTIONS, "sortedset"),
         (flags::READONLY, "read"),
         (flags::WRITE, "write"),
         (flags::ADMIN, "admin"),
@@ -78,7 +82,7 @@ pub fn category_bits(spec: &CommandSpec, parent: Option<&CommandSpec>) -> u64 {
         "lock" => Some("lock"),
         _ => None,
     };
-    if let Some(c) = by_group {
+    if let Some(c) = by_group.filter(|_| !spec.has(flags::ON_COLLECTIONS)) {
         bits |= cat_bit(c);
     }
     bits
@@ -246,7 +250,7 @@ impl Perms {
         }
         if !self.all_keys {
             let write = spec.has(flags::WRITE);
-            if let Some(i) = spec.key_indexes(args.len()).into_iter().find(|&i| !self.may_access_key(&args[i], write)) {
+            if let Some(i) = spec.key_indexes_in(args).into_iter().find(|&i| !self.may_access_key(&args[i], write)) {
                 return Err((i, Denial::Key(args[i].clone())));
             }
         }
@@ -263,6 +267,11 @@ impl Perms {
     /// its selectors (what a subscriber keeps when channel rules change).
     pub fn may_subscribe(&self, name: &[u8], pattern: bool) -> bool {
         std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_channels || s.may_access_channel(name, pattern))
+    }
+
+    /// Every key, through the user's own rules or a selector (SORT's BY and GET patterns need it, as in Redis).
+    pub fn any_all_keys(&self) -> bool {
+        std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_keys)
     }
 
     /// Every channel, through the user's own rules or a selector.

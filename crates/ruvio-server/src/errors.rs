@@ -222,6 +222,7 @@ pub const ERR_NOTBUSY_SCRIPT: &str = "NOTBUSY No scripts in execution right now.
 pub const ERR_NOTBUSY_FUNCTION: &str = "NOTBUSY No scripts in execution right now.";
 pub const ERR_UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.";
 pub const ERR_SCRIPT_UNKNOWN_COMMAND: &str = "ERR Unknown Redis command called from script";
+pub const ERR_SCRIPT_ACL_CHECK_INVALID: &str = "ERR Invalid command passed to redis.acl_check_cmd()";
 pub const ERR_SCRIPT_NOT_ALLOWED: &str = "ERR This Redis command is not allowed from script";
 pub const ERR_SCRIPT_WRITE_IN_RO: &str = "ERR Write commands are not allowed from read-only scripts.";
 pub const ERR_SCRIPT_NO_ARGS: &str = "ERR Please specify at least one argument for this redis lib call";

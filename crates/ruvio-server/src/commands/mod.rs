@@ -25,6 +25,7 @@ pub mod scripting_family;
 pub mod pubsub_family;
 pub mod replication_family;
 pub mod server_family;
+pub mod sort_family;
 pub mod string_family;
 pub mod transaction_family;
 
@@ -95,6 +96,14 @@ pub mod flags {
     /// Runs a Lua script (EVAL, EVALSHA, FCALL and their `_RO` forms): an EXEC that queued one runs on a script
     /// thread, as the script alone would (transaction_family.rs). Not shown by COMMAND.
     pub const RUNS_SCRIPT: u32 = 1 << 23;
+    /// The argument after a `STORE` token is a key too (SORT's destination, Redis's `sortGetKeys`): the ACL and
+    /// COMMAND GETKEYS see it, and COMMAND shows `movablekeys`.
+    pub const STORE_KEY: u32 = 1 << 24;
+    /// In the `@dangerous` ACL category without being an admin command (SORT, SORT_RO: their patterns read keys
+    /// the ACL cannot check beforehand).
+    pub const DANGEROUS: u32 = 1 << 25;
+    /// In the `@list`, `@set` and `@sortedset` categories instead of its group's (SORT, SORT_RO).
+    pub const ON_COLLECTIONS: u32 = 1 << 26;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -111,6 +120,7 @@ pub mod flags {
         (NOSCRIPT, "noscript"),
         (ALLOW_BUSY, "allow_busy"),
         (NUMKEYS_AT_2, "movablekeys"),
+        (STORE_KEY, "movablekeys"),
     ];
 }
 
@@ -167,13 +177,22 @@ impl CommandSpec {
         (first..=last.min(argc as i32 - 1)).step_by(step as usize).map(|i| i as usize).collect()
     }
 
+    /// Indexes of the key arguments in `args`: the fixed positions, and for `STORE_KEY` the destination.
+    pub fn key_indexes_in(&self, args: &[Bytes]) -> Vec<usize> {
+        let mut idx = self.key_indexes(args.len());
+        if self.has(flags::STORE_KEY) {
+            idx.extend(sort_family::store_key_index(args));
+        }
+        idx
+    }
+
     pub fn find_subcommand(&self, name: &[u8]) -> Option<&'static CommandSpec> {
         self.subcommands.iter().find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
     }
 }
 
 /// Every command family; the one list the rest of the server reads.
-pub fn families() -> [&'static [CommandSpec]; 17] {
+pub fn families() -> [&'static [CommandSpec]; 18] {
     [
         acl_family::COMMANDS,
         connection_family::COMMANDS,
@@ -192,6 +211,7 @@ pub fn families() -> [&'static [CommandSpec]; 17] {
         bitmap_family::COMMANDS,
         object_family::COMMANDS,
         scripting_family::COMMANDS,
+        sort_family::COMMANDS,
     ]
 }
 
@@ -445,7 +465,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         if write && !store.waiters.is_empty() {
             // Clients blocked on a key this write touched are served once the command (the transaction, the
             // script) is over, after its record.
-            for i in spec.key_indexes(args.len()) {
+            for i in spec.key_indexes_in(args) {
                 store.waiters.touched(db, &args[i]);
             }
         }
@@ -455,7 +475,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         }
         if write {
             // A write that replaced a lock (SET over a lease) must not leave its waiters hanging.
-            crate::locks::engine::recheck_waiters(store, db, spec.key_indexes(args.len()).into_iter().map(|i| &args[i][..]));
+            crate::locks::engine::recheck_waiters(store, db, spec.key_indexes_in(args).into_iter().map(|i| &args[i][..]));
         }
         // Lock waiters the command made room for (DEL, FLUSH, expiry) are granted after its record.
         shared.after_command(store, now);

@@ -64,6 +64,20 @@ impl Host for ServerHost<'_, '_> {
         }
         Ok(reply)
     }
+
+    /// Redis's `luaRedisAclCheckCmdPermissionsCommand`: the command (or subcommand) by name alone, as Redis's
+    /// `lookupCommand` finds it (arity is not checked), then the same check as the ACL gate, against the user of
+    /// the connection that runs the script. Nothing is logged in ACL LOG (a question, not a denied call).
+    fn acl_check(&mut self, argv: &[Bytes]) -> Result<bool, String> {
+        let invalid = || ERR_SCRIPT_ACL_CHECK_INVALID.to_string();
+        let spec = super::lookup_public(&argv[0]).ok_or_else(invalid)?;
+        let resolved = if spec.subcommands.is_empty() || argv.len() < 2 {
+            Resolved { spec, parent: None }
+        } else {
+            Resolved { spec: spec.find_subcommand(&argv[1]).ok_or_else(invalid)?, parent: Some(spec) }
+        };
+        Ok(self.client.user.as_ref().is_none_or(|u| u.perms().check(&resolved, argv).is_ok()))
+    }
 }
 
 fn error_text(v: &Value) -> String {

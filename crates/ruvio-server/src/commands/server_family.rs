@@ -450,10 +450,19 @@ fn acl_categories(spec: &CommandSpec) -> Vec<&'static str> {
         "server" => "",
         other => other,
     };
-    let by_flag = [(WRITE, "write"), (READONLY, "read"), (ADMIN, "admin"), (ADMIN, "dangerous"), (BLOCKING, "blocking")];
+    let by_flag = [
+        (WRITE, "write"),
+        (READONLY, "read"),
+        (ON_COLLECTIONS, "set"),
+        (ON_COLLECTIONS, "sortedset"),
+        (ON_COLLECTIONS, "list"),
+        (ADMIN, "admin"),
+        (ADMIN | DANGEROUS, "dangerous"),
+        (BLOCKING, "blocking"),
+    ];
     let mut cats: Vec<&'static str> = by_flag.iter().filter(|(f, _)| spec.has(*f)).map(|(_, c)| *c).collect();
     cats.push(if spec.has(FAST) { "fast" } else { "slow" });
-    if !family.is_empty() && !cats.contains(&family) {
+    if !family.is_empty() && !cats.contains(&family) && !spec.has(ON_COLLECTIONS) {
         cats.push(family);
     }
     cats
@@ -566,7 +575,7 @@ fn command_getkeys(ctx: &mut Ctx) -> Value {
         };
         return Value::Array(keys.iter().map(|k| Value::Bulk(k.clone())).collect());
     }
-    let idx = spec.key_indexes(inner.len());
+    let idx = spec.key_indexes_in(inner);
     if idx.is_empty() {
         return Value::error(ERR_GETKEYS_NO_KEYS);
     }

@@ -66,7 +66,14 @@ end
 redis.replicate_commands = function() return true end
 redis.breakpoint = function() return false end
 redis.debug = function() end
-redis.acl_check_cmd = function() return true end
+-- Whether the user of the connection that runs the script may run this command on these keys (Redis 7.0's
+-- redis.acl_check_cmd): true or false; an unknown command raises an error.
+redis.acl_check_cmd = function(...)
+  if not B.acl_check then error("Script attempted to access nonexistent global variable 'acl_check_cmd'", 2) end
+  local is_err, v = B.acl_check(select('#', ...), {...})
+  if is_err then error(v, 0) end
+  return v
+end
 redis.setresp = redis.setresp
 -- register_function is not in the `redis` table scripts and functions see (calling it there is `attempt to call
 -- field 'register_function' (a nil value)`, as in Redis); it is in the load-time one below.
@@ -209,6 +216,9 @@ pub trait Host {
     /// `numbers`: which arguments the script gave as Lua numbers (position in `argv`, value). Their text alone does
     /// not tell whether a double had already rounded them (a fencing token above 2^53 would be).
     fn call(&mut self, argv: &[Bytes], numbers: &[(usize, f64)]) -> Result<Value, String>;
+    /// `redis.acl_check_cmd`: whether the caller's ACL user may run `argv` (command and keys); `Err` is the error
+    /// the script raises (an unknown command).
+    fn acl_check(&mut self, argv: &[Bytes]) -> Result<bool, String>;
 }
 
 /// What to run: a cached script or a registered function.
@@ -441,9 +451,13 @@ impl Engine {
                 self.bridge.raw_set("ARGV", a.clone())?;
             }
             let bridge = self.bridge.clone();
+            // Both bridges reach the host; they never run at once (neither calls back into Lua).
+            let host = std::cell::RefCell::new(host);
             let result = lua.scope(|scope| {
-                let call = scope.create_function_mut(|lua, (n, args): (i64, Table)| bridge_call(lua, &bridge, n, &args, host))?;
+                let call = scope.create_function_mut(|lua, (n, args): (i64, Table)| bridge_call(lua, &bridge, n, &args, &mut **host.borrow_mut()))?;
                 self.bridge.raw_set("call", call)?;
+                let acl_check = scope.create_function_mut(|lua, (n, args): (i64, Table)| bridge_acl_check(lua, n, &args, &mut **host.borrow_mut()))?;
+                self.bridge.raw_set("acl_check", acl_check)?;
                 let body = if is_function {
                     // FCALL: the registered function receives (keys, args), through a Lua trampoline so its errors
                     // reach the handler with the user frames still on the stack.
@@ -456,6 +470,7 @@ impl Engine {
                 };
                 let r: (bool, LuaValue) = self.xpcall.call((body, self.handler.clone()))?;
                 self.bridge.raw_set("call", LuaValue::Nil)?;
+                self.bridge.raw_set("acl_check", LuaValue::Nil)?;
                 Ok(r)
             });
             self.bridge.raw_set("KEYS", LuaValue::Nil)?;
@@ -483,13 +498,29 @@ fn bridge_call(lua: &Lua, bridge: &Table, n: i64, args: &Table, host: &mut dyn H
         t.raw_set("err", text)?;
         Ok((true, LuaValue::Table(t)))
     };
+    let (argv, numbers) = match lua_args(n, args)? {
+        Ok(a) => a,
+        Err(text) => return err(text),
+    };
+    let reply = match host.call(&argv, &numbers) {
+        Ok(reply) => reply,
+        Err(text) => return err(&text),
+    };
+    let resp = bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
+    let is_err = reply.is_error();
+    Ok((is_err, reply_to_lua(lua, &reply, resp)?))
+}
+
+/// The arguments of a `redis.call` / `redis.acl_check_cmd` as a command line, with which of them were Lua numbers
+/// (position, value): a token argument given as a number of 2^53 or more may already be another token rounded,
+/// and is refused by the host (`flags::TOKEN_ARG`). The inner `Err` is the error the script gets.
+#[allow(clippy::type_complexity)]
+fn lua_args(n: i64, args: &Table) -> mlua::Result<Result<(Vec<Bytes>, Vec<(usize, f64)>), &'static str>> {
     if n <= 0 {
-        return err(ERR_SCRIPT_NO_ARGS);
+        return Ok(Err(ERR_SCRIPT_NO_ARGS));
     }
     // `n` counts values on the Lua stack (at most LUAI_MAXCSTACK), so it is already bounded.
     let mut argv: Vec<Bytes> = Vec::with_capacity(n as usize);
-    // Which arguments were Lua numbers, with their values: a token argument given as a number of 2^53 or more may
-    // already be another token rounded, and is refused by the host (`flags::TOKEN_ARG`).
     let mut numbers = Vec::new();
     for i in 1..=n {
         match args.raw_get::<LuaValue>(i)? {
@@ -505,16 +536,27 @@ fn bridge_call(lua: &Lua, bridge: &Table, n: i64, args: &Table, host: &mut dyn H
                 numbers.push((argv.len(), n));
                 argv.push(Bytes::from(lua_number_arg(n)));
             }
-            _ => return err(ERR_SCRIPT_ARG_TYPE),
+            _ => return Ok(Err(ERR_SCRIPT_ARG_TYPE)),
         }
     }
-    let reply = match host.call(&argv, &numbers) {
-        Ok(reply) => reply,
-        Err(text) => return err(&text),
+    Ok(Ok((argv, numbers)))
+}
+
+/// `redis.acl_check_cmd(...)`: (false, boolean) with the verdict, or (true, error table) to raise.
+fn bridge_acl_check(lua: &Lua, n: i64, args: &Table, host: &mut dyn Host) -> mlua::Result<(bool, LuaValue)> {
+    let err = |text: &str| -> mlua::Result<(bool, LuaValue)> {
+        let t = lua.create_table()?;
+        t.raw_set("err", text)?;
+        Ok((true, LuaValue::Table(t)))
     };
-    let resp = bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
-    let is_err = reply.is_error();
-    Ok((is_err, reply_to_lua(lua, &reply, resp)?))
+    let argv = match lua_args(n, args)? {
+        Ok((argv, _)) => argv,
+        Err(text) => return err(text),
+    };
+    match host.acl_check(&argv) {
+        Ok(allowed) => Ok((false, LuaValue::Boolean(allowed))),
+        Err(text) => err(&text),
+    }
 }
 
 /// A Lua number as a command argument: C's `%.17g`, exactly as Redis's `luaRedisGenericCommand` formats it
