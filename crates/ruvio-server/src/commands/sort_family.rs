@@ -222,8 +222,11 @@ fn sort_generic(ctx: &mut Ctx, readonly: bool) -> Value {
         Some(Data::ZSet(z)) if dontsort => {
             if end >= start {
                 let n = (end - start + 1) as usize;
-                let it: Box<dyn Iterator<Item = (&[u8], f64)>> = if desc { Box::new(z.iter().rev()) } else { Box::new(z.iter()) };
-                elems = it.skip(start as usize).take(n).map(|(m, _)| m.to_vec()).collect();
+                // Rank-based starts: O(log n) to the first element, as Redis's zslGetElementByRank.
+                let start = start as usize;
+                let it = if desc { z.iter_down_from(z.len().saturating_sub(1 + start)) } else { z.iter_from(start) };
+                let n = if start < z.len() { n } else { 0 };
+                elems = it.take(n).map(|(m, _)| m.to_vec()).collect();
             }
             end -= start;
             start = 0;
