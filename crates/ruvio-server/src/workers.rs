@@ -23,7 +23,7 @@ pub struct Workers {
 /// the Lua VM and the Rust code it calls recurse (nested tables converted to a reply, cjson and cmsgpack nesting,
 /// each bounded), and an unoptimised build needs several times the stack per level of an optimised one. 2 MiB,
 /// the default, overflowed within those bounds.
-const SCRIPT_STACK_SIZE: usize = 16 << 20;
+pub(crate) const SCRIPT_STACK_SIZE: usize = 16 << 20;
 
 impl Workers {
     /// Starts `n` workers (at least one). Each runs until the server shuts down and its connections have closed.
