@@ -36,7 +36,7 @@ run() {
   echo "$rps $(us_per_op "$t0" "$t1" "$N")"
 }
 
-echo "ruvio $($RUVIO --version | awk '{print $2, $3}') vs redis-server $(redis-server --version | awk '{print $3}'); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}'); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "figures: medians of $REPEAT alternating runs of $N EVALSHA each; cpu = server user+system microseconds per request"
 printf '%-8s %-9s %12s %12s %7s %10s %10s\n' clients pipeline ruvio_rps redis_rps ratio ruvio_cpu redis_cpu
 start_both $RUVIO_PORT $REDIS_PORT --appendonly no
