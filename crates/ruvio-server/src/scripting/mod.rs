@@ -3,8 +3,9 @@
 //! - [`engine`]: the Lua 5.1 state (mlua, vendored), its sandbox, the `redis` API, compiling and running.
 //! - [`convert`]: reply <-> Lua conversions; [`libs`]: cjson, cmsgpack, bit, struct; [`functions`]: libraries.
 //!
-//! How a script runs. EVAL from a client hands the script to the server's script thread ([`Scripting::submit`]) and waits for its reply the
-//! way LEASE ... WAIT does (a blocked reply), so the client's I/O thread keeps serving its other
+//! How a script runs. EVAL from a client hands the script to the server's script thread ([`Scripting::submit`])
+//! and waits for its reply the way LEASE ... WAIT does (a blocked reply), so the client's I/O thread keeps serving
+//! its other
 //! connections. The script thread takes the store lock and holds it for the whole script (atomic), runs every
 //! `redis.call` through dispatch as a script caller, and wraps the write
 //! records the script produced in MULTI ... EXEC (effects replication: the log holds what the script did, never the
