@@ -19,12 +19,11 @@ pub struct Workers {
     threads: parking_lot::Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
-/// Stack of the I/O threads, their blocking pools and the script thread, where scripts run (EXEC runs one on its
-/// I/O thread):
+/// Stack of the I/O threads and of their blocking pools, where scripts run (EXEC runs one on its I/O thread):
 /// the Lua VM and the Rust code it calls recurse (nested tables converted to a reply, cjson and cmsgpack nesting,
 /// each bounded), and an unoptimised build needs several times the stack per level of an optimised one. 2 MiB,
 /// the default, overflowed within those bounds.
-pub(crate) const SCRIPT_STACK_SIZE: usize = 16 << 20;
+const SCRIPT_STACK_SIZE: usize = 16 << 20;
 
 impl Workers {
     /// Starts `n` workers (at least one). Each runs until the server shuts down and its connections have closed.

@@ -153,42 +153,43 @@ fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
     start(ctx, Job::Function(name), keys, argv, read_only)
 }
 
-/// How long the I/O thread polls for the reply of a script it handed off before it lets the client wait as a
-/// blocked command and goes back to its other connections. A lock library's compare-and-delete is done within
-/// this on an idle machine, so its reply goes out in the same turn; polling (instead of sleeping on a condition
-/// variable, as before) spares a sleep and a wake-up, which on this VM cost more than the script itself, and
-/// giving up early lets the I/O thread parse and answer other clients while the script thread runs, instead of
-/// idling for up to 2 ms per script.
-const SCRIPT_POLL: std::time::Duration = std::time::Duration::from_micros(20);
+/// How long the I/O thread waits for a script it handed off before it lets the client wait as a blocked command.
+/// A lock library's compare-and-delete finishes well within this, so its reply goes out in the same turn (no trip
+/// through the blocked-client path); a longer script costs the thread's other clients at most this much before
+/// they are served again (and answered `-BUSY` past `busy-reply-threshold`).
+const SCRIPT_SYNC_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// Runs the script: inline inside MULTI/EXEC (or without a runtime), otherwise on the script thread. The client's
-/// I/O thread polls [`SCRIPT_POLL`] for the reply and otherwise lets the client wait like a blocked command, so it
-/// keeps serving its other connections (which get -BUSY once the script is past `busy-reply-threshold`, and can
-/// send SCRIPT KILL or SHUTDOWN NOSAVE). A script never runs on an I/O thread outside EXEC: one that ran long there
-/// would leave every client of that thread unanswered.
+/// The script thread's reply, and a flag the I/O thread can wait on for a short while.
+struct Handoff {
+    done: parking_lot::Mutex<bool>,
+    cv: parking_lot::Condvar,
+}
+
+/// Runs the script: inline inside MULTI/EXEC (or without a runtime), otherwise on a blocking-pool thread. The
+/// client's I/O thread waits up to [`SCRIPT_SYNC_WAIT`] for the reply and otherwise lets the client wait like a
+/// blocked command, so it keeps serving its other connections (which get -BUSY once the script is past
+/// `busy-reply-threshold`, and can send SCRIPT KILL or SHUTDOWN NOSAVE). A script never runs on an I/O thread
+/// outside EXEC: one that ran long there would leave every client of that thread unanswered.
 fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool) -> Value {
     let execute = ctx.execute;
-    let runtime = match tokio::runtime::Handle::try_current() {
-        Ok(handle) if !ctx.in_exec => handle,
-        _ => {
-            let now = ctx.now;
-            let in_exec = ctx.in_exec;
-            let (shared, client, guard) = ctx.parts();
-            // Inside EXEC the transaction's MULTI ... EXEC already wraps the script's records.
-            return run_job(shared, client, guard, execute, &job, &keys, &argv, read_only, now, !in_exec);
-        }
-    };
+    if ctx.in_exec || tokio::runtime::Handle::try_current().is_err() {
+        let now = ctx.now;
+        let in_exec = ctx.in_exec;
+        let (shared, client, guard) = ctx.parts();
+        // Inside EXEC the transaction's MULTI ... EXEC already wraps the script's records.
+        return run_job(shared, client, guard, execute, &job, &keys, &argv, read_only, now, !in_exec);
+    }
     ctx.unlock();
     let shared = ctx.shared.clone();
-    let shared_for_job = ctx.shared;
     let mut client = ClientState::new(ctx.client.info.clone(), true);
     client.db = ctx.client.db;
     client.proto = ctx.client.proto;
     // A durable connection's script reports its writes and grants (through the shared ClientInfo) for the wait.
     client.durability_replicas = ctx.client.durability_replicas;
     let (tx, mut rx) = tokio::sync::oneshot::channel();
-    let sent = shared_for_job.scripts.submit(Box::new(move || {
-        let _runtime = runtime.enter();
+    let handoff = Arc::new(Handoff { done: parking_lot::Mutex::new(false), cv: parking_lot::Condvar::new() });
+    let signal = handoff.clone();
+    tokio::task::spawn_blocking(move || {
         let mut guard: Option<MutexGuard<'_, Store>> = None;
         let now = {
             shared.store_in(&mut guard);
@@ -197,25 +198,21 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
         let reply = run_job(&shared, &mut client, &mut guard, execute, &job, &keys, &argv, read_only, now, true);
         drop(guard);
         let _ = tx.send(reply);
-    }));
-    if !sent {
-        // Only if the script thread could not be started: answer rather than wait forever.
-        return Value::error(ERR_SCRIPT_ABORTED);
-    }
-    let since = std::time::Instant::now();
-    loop {
-        match rx.try_recv() {
-            Ok(reply) => {
-                // Back under the store lock, as a command that ran here: the connection then commits the script's
-                // staged records and holds this reply until they are as durable as any other write's (appendfsync
-                // always, and CLIENT DURABILITY), exactly as it does after a blocked reply.
-                ctx.store();
-                return reply;
-            }
-            Err(tokio::sync::oneshot::error::TryRecvError::Closed) => return Value::error(ERR_SCRIPT_ABORTED),
-            Err(tokio::sync::oneshot::error::TryRecvError::Empty) if since.elapsed() < SCRIPT_POLL => std::hint::spin_loop(),
-            Err(tokio::sync::oneshot::error::TryRecvError::Empty) => break,
+        *signal.done.lock() = true;
+        signal.cv.notify_one();
+    });
+    {
+        let mut done = handoff.done.lock();
+        if !*done {
+            let _ = handoff.cv.wait_for(&mut done, SCRIPT_SYNC_WAIT);
         }
+    }
+    if let Ok(reply) = rx.try_recv() {
+        // Back under the store lock, as a command that ran here: the connection then commits the script's staged
+        // records and holds this reply until they are as durable as any other write's (appendfsync always, and
+        // CLIENT DURABILITY), exactly as it does after a blocked reply.
+        ctx.store();
+        return reply;
     }
     ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SCRIPT_ABORTED) });
     Value::Nil

@@ -3,9 +3,8 @@
 //! - [`engine`]: the Lua 5.1 state (mlua, vendored), its sandbox, the `redis` API, compiling and running.
 //! - [`convert`]: reply <-> Lua conversions; [`libs`]: cjson, cmsgpack, bit, struct; [`functions`]: libraries.
 //!
-//! How a script runs. EVAL from a client hands the script to the server's script thread ([`Scripting::submit`])
-//! and waits for its reply the way LEASE ... WAIT does (a blocked reply), so the client's I/O thread keeps serving
-//! its other
+//! How a script runs. EVAL from a client hands the script to a blocking-pool thread and waits for its reply the
+//! way LEASE ... WAIT does (a blocked reply), so the client's I/O thread keeps serving its other
 //! connections. The script thread takes the store lock and holds it for the whole script (atomic), runs every
 //! `redis.call` through dispatch as a script caller, and wraps the write
 //! records the script produced in MULTI ... EXEC (effects replication: the log holds what the script did, never the
@@ -100,8 +99,6 @@ pub struct Scripting {
     pub libraries_count: AtomicU64,
     /// EVAL scripts dropped from the script cache by its LRU bound (INFO `evicted_scripts`).
     pub evicted_scripts: AtomicU64,
-    /// The script thread's job queue (see [`Scripting::submit`]); dropping it ends the thread.
-    thread: std::sync::OnceLock<std::sync::mpsc::Sender<ScriptJob>>,
 }
 
 impl Default for Scripting {
@@ -116,62 +113,7 @@ impl Default for Scripting {
             functions_count: AtomicU64::new(0),
             libraries_count: AtomicU64::new(0),
             evicted_scripts: AtomicU64::new(0),
-            thread: std::sync::OnceLock::new(),
         }
-    }
-}
-
-/// A script handed off to the script thread.
-pub type ScriptJob = Box<dyn FnOnce() + Send>;
-
-/// How long the script thread polls for the next job after one before it sleeps: with many clients sending
-/// scripts the next one usually arrives within this, without a sleep and a wake-up (which cost more than a lock
-/// release script on this VM).
-const SCRIPT_THREAD_POLL: std::time::Duration = std::time::Duration::from_micros(50);
-
-impl Scripting {
-    /// Runs `job` on this server's script thread: one long-lived thread that runs every handed-off script in
-    /// arrival order (they serialize on the store lock anyway). It replaces a tokio `spawn_blocking` per script,
-    /// whose pool woke a sleeping thread for each one and let several of them queue on the store lock. False only
-    /// if the thread could not be started.
-    pub fn submit(&self, job: ScriptJob) -> bool {
-        let tx = self.thread.get_or_init(|| {
-            let (tx, rx) = std::sync::mpsc::channel::<ScriptJob>();
-            let spawned = std::thread::Builder::new()
-                .name("ruvio-script".into())
-                .stack_size(crate::workers::SCRIPT_STACK_SIZE)
-                .spawn(move || script_thread(rx));
-            if let Err(e) = spawned {
-                tracing::error!("cannot start the script thread: {e}");
-            }
-            tx
-        });
-        tx.send(job).is_ok()
-    }
-}
-
-fn script_thread(rx: std::sync::mpsc::Receiver<ScriptJob>) {
-    use std::sync::mpsc::TryRecvError;
-    loop {
-        let job = match rx.try_recv() {
-            Ok(job) => job,
-            Err(TryRecvError::Disconnected) => return,
-            Err(TryRecvError::Empty) => {
-                let since = std::time::Instant::now();
-                let mut next = None;
-                while next.is_none() && since.elapsed() < SCRIPT_THREAD_POLL {
-                    std::hint::spin_loop();
-                    next = rx.try_recv().ok();
-                }
-                match next.map(Ok).unwrap_or_else(|| rx.recv()) {
-                    Ok(job) => job,
-                    Err(_) => return,
-                }
-            }
-        };
-        // A panic in one script (a bug) ends that job, whose client then gets an error (its reply sender is
-        // dropped), not the thread every later script needs.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
     }
 }
 
