@@ -3,7 +3,7 @@
 #
 #   bash scripts/test.sh
 #
-# 1. installs what the tests need (as root: redis-server, redis-tools, tcl from apt; always: the pinned Python packages
+# 1. installs what the tests need (as root: redis-server, redis-tools, tcl, chromium (the /locks page test) from apt; always: the pinned Python packages
 #    in tests/python/.venv and the pinned npm packages in tests/node); where crates.io or PyPI cannot be reached it
 #    builds from the vendored crates and installs the vendored wheels (scripts/lib/toolchains.sh, ../shared/vendor),
 # 2. builds the workspace and runs the Rust tests (cargo build/test --release --workspace --all-features),
@@ -92,7 +92,7 @@ if [ "$(id -u)" = "0" ] && have apt-get; then
   export DEBIAN_FRONTEND=noninteractive
   apt_ok=0
   for attempt in 1 2 3; do
-    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools redis-sentinel faketime tcl; then
+    if apt-get update && apt-get install -y --no-install-recommends redis-server redis-tools redis-sentinel faketime tcl chromium; then
       apt_ok=1
       break
     fi
@@ -112,7 +112,7 @@ else
   echo "not root (or no apt-get): not installing system packages"
 fi
 
-for tool in redis-server redis-sentinel redis-cli redis-benchmark tclsh python3 node npm; do
+for tool in redis-server redis-sentinel redis-cli redis-benchmark tclsh python3 node npm chromium; do
   have "$tool" || die "required tool '$tool' is missing (run as root to install it, or install it)"
 done
 if [ "$TARGET" != "redis" ]; then

@@ -129,3 +129,154 @@ def test_acl_save_and_load_through_an_aclfile(server_factory, tmp_path):
     path.write_text("user default on nopass ~* &* +@all\n")
     assert admin.acl_load()
     assert sorted(text(u) for u in admin.acl_users()) == ["default"]
+
+
+def test_commands_run_by_scripts_are_checked_against_the_callers_user(server_factory):
+    """EVAL/FCALL's redis.call runs as the connection's user: Redis 7.0's script texts, logged with context lua."""
+    srv = server_factory()
+    admin = client(srv)
+    admin.execute_command("ACL", "SETUSER", "scripter", "on", ">s", "~allowed:*", "+@scripting", "+get", "+set")
+    r = client(srv, username="scripter", password="s")
+    assert r.eval("return redis.call('set', KEYS[1], 'v')", 1, "allowed:1") == b"OK"
+    with pytest.raises(redis.exceptions.ResponseError, match="^The user executing the script can't run this command or subcommand"):
+        r.eval("return redis.call('incr', 'allowed:n')", 0)
+    with pytest.raises(redis.exceptions.ResponseError, match="^The user executing the script can't access at least one of the keys"):
+        r.eval("return redis.call('get', 'secret')", 0)
+    # pcall sees the same error as a value, and nothing was written.
+    assert r.eval("return redis.pcall('set', 'secret', 'x')['err']", 0).startswith(b"ERR The user executing the script can't access")
+    assert admin.exists("secret") == 0 and admin.exists("allowed:n") == 0
+    entry = admin.acl_log(count=10)
+    assert any(e["context"] == "lua" and e["reason"] == "command" and e["object"] == "incr" for e in entry), entry
+    assert any(e["context"] == "lua" and e["reason"] == "key" and e["object"] == "secret" for e in entry), entry
+    # Functions too.
+    admin.function_load("#!lua name=acltest\nredis.register_function('bump', function(keys) return redis.call('incr', keys[1]) end)")
+    with pytest.raises(redis.exceptions.ResponseError, match="^The user executing the script can't run this command or subcommand"):
+        r.fcall("bump", 1, "allowed:f")
+    assert admin.exists("allowed:f") == 0
+
+
+def test_channel_permissions_are_checked_when_queued_and_again_at_exec(server_factory):
+    srv = server_factory()
+    admin = client(srv)
+    admin.execute_command("ACL", "SETUSER", "ps", "on", ">p", "~*", "resetchannels", "&ok:*", "+@all")
+    r = client(srv, username="ps", password="p")
+    conn = r.connection_pool.get_connection()
+    try:
+        # Refused when queued (NOPERM), so EXEC aborts.
+        conn.send_command("MULTI")
+        assert conn.read_response() == b"OK"
+        conn.send_command("PUBLISH", "secret", "x")
+        with pytest.raises(redis.exceptions.NoPermissionError, match="channels"):
+            conn.read_response()
+        conn.send_command("EXEC")
+        with pytest.raises(redis.exceptions.ExecAbortError):
+            conn.read_response()
+        # Queued while allowed, revoked before EXEC: that command alone is refused with Redis's text, the rest runs.
+        conn.send_command("MULTI")
+        assert conn.read_response() == b"OK"
+        conn.send_command("SET", "k", "1")
+        assert conn.read_response() == b"QUEUED"
+        conn.send_command("PUBLISH", "ok:1", "m")
+        assert conn.read_response() == b"QUEUED"
+        conn.send_command("INCR", "n")
+        assert conn.read_response() == b"QUEUED"
+        admin.execute_command("ACL", "SETUSER", "ps", "resetchannels", "-incr")
+        conn.send_command("EXEC")
+        replies = conn.read_response()
+    finally:
+        r.connection_pool.release(conn)
+    assert replies[0] == b"OK"
+    assert isinstance(replies[1], redis.exceptions.ResponseError) and str(replies[1]).startswith(
+        "ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no "
+        "longer allowed for the following reason: no permission to access one of the channels used as arguments"), replies
+    assert isinstance(replies[2], redis.exceptions.ResponseError) and str(replies[2]).endswith(
+        "no permission to execute the command or subcommand"), replies
+    assert admin.get("k") == b"1" and admin.exists("n") == 0
+    log = admin.acl_log(count=10)
+    assert any(e["context"] == "multi" and e["reason"] == "channel" and e["object"] == "ok:1" for e in log), log
+
+
+def test_subscribers_are_disconnected_when_their_channels_are_revoked(server_factory):
+    srv = server_factory()
+    admin = client(srv)
+    admin.execute_command("ACL", "SETUSER", "sub", "on", ">p", "resetchannels", "&news", "&keep", "&tv.*", "+@all")
+    subs = {}
+    for name, how in [("revoked", ("subscribe", "news")), ("pattern", ("psubscribe", "tv.*")), ("kept", ("subscribe", "keep"))]:
+        r = client(srv, username="sub", password="p", client_name=name)
+        p = r.pubsub()
+        getattr(p, how[0])(how[1])
+        assert p.get_message(timeout=5)["type"] == how[0]
+        subs[name] = (r, p)  # the client too: dropping it would close its pool, the subscriber's connection included
+    # Still allowed (a literal rule kept, a new one added): nobody leaves.
+    admin.execute_command("ACL", "SETUSER", "sub", "resetchannels", "&news", "&keep", "&tv.*", "&more")
+    assert {"revoked", "pattern", "kept"} <= {c["name"] for c in admin.client_list()}
+    admin.execute_command("ACL", "SETUSER", "sub", "resetchannels", "&keep")
+    names = {c["name"] for c in admin.client_list()}
+    assert "revoked" not in names and "pattern" not in names and "kept" in names, names
+    # Deleting the user closes the rest.
+    admin.acl_deluser("sub")
+    assert "kept" not in {c["name"] for c in admin.client_list()}
+
+
+def test_acl_dryrun(server_factory):
+    srv = server_factory()
+    r = client(srv)
+    r.execute_command("ACL", "SETUSER", "dry", "on", "nopass", "+@all", "-incr", "%R~read*", "~rw*", "resetchannels", "&ch")
+    assert r.execute_command("ACL", "DRYRUN", "dry", "GET", "read1") == b"OK"
+    assert r.execute_command("ACL", "DRYRUN", "dry", "SET", "read1", "v") == b"This user has no permissions to access the 'read1' key"
+    assert r.execute_command("ACL", "DRYRUN", "dry", "INCR", "rw1") == b"This user has no permissions to run the 'incr' command"
+    assert r.execute_command("ACL", "DRYRUN", "dry", "PUBLISH", "other", "m") == b"This user has no permissions to access the 'other' channel"
+    assert r.execute_command("ACL", "DRYRUN", "dry", "PUBLISH", "ch", "m") == b"OK"
+    for args, msg in [(("nobody", "GET", "k"), "User 'nobody' not found"), (("dry", "NOSUCH", "k"), "Command 'NOSUCH' not found"),
+                      (("dry", "SET", "k"), "wrong number of arguments for 'set' command")]:
+        with pytest.raises(redis.exceptions.ResponseError, match=msg):
+            r.execute_command("ACL", "DRYRUN", *args)
+    assert r.exists("read1") == 0, "DRYRUN runs nothing"
+
+
+def test_selectors(server_factory):
+    """Redis 7 selectors: a command runs if the user's own rules or any one selector allows all of it."""
+    srv = server_factory()
+    admin = client(srv)
+    admin.execute_command("ACL", "SETUSER", "sel", "on", ">p", "-@all", "resetkeys", "(+@write ~write:*)", "(+@read", "~read:*)")
+    r = client(srv, username="sel", password="p")
+    assert r.set("write:1", "v") and r.get("read:1") is None
+    with pytest.raises(redis.exceptions.NoPermissionError, match="keys"):
+        r.get("write:1")  # GET is in the second selector, write:1 only in the first: not additive
+    with pytest.raises(redis.exceptions.NoPermissionError, match="'ping'"):
+        r.ping()
+    u = admin.acl_getuser("sel")
+    sels = [s if isinstance(s, dict) else {text(k): text(v) for k, v in zip(s[::2], s[1::2])} for s in u["selectors"]]
+    assert [(s["commands"], s["keys"]) for s in sels] == [("-@all +@write", "~write:*"), ("-@all +@read", "~read:*")], u
+    line = [text(l) for l in admin.acl_list() if text(l).startswith("user sel ")][0]
+    assert line.endswith("(~write:* resetchannels -@all +@write) (~read:* resetchannels -@all +@read)"), line
+    # The furthest refusal is the one reported and logged (the later key).
+    admin.execute_command("ACL", "SETUSER", "sel", "clearselectors", "+mget", "~key", "(+mget ~key ~other)")
+    admin.acl_log_reset()
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        r.mget("key", "other", "third")
+    assert admin.acl_log()[0]["object"] == "third"
+    for bad, msg in [(["(on)"], "Syntax error"), (["(~a"], "Unmatched parenthesis"), (["~*", "~more"], "Adding a pattern after the")]:
+        with pytest.raises(redis.exceptions.ResponseError, match=msg):
+            admin.execute_command("ACL", "SETUSER", "sel", *bad)
+    admin.execute_command("ACL", "SETUSER", "sel", "clearselectors")
+    assert admin.acl_getuser("sel")["selectors"] == []
+
+
+def test_first_argument_rules(server_factory):
+    """`+select|0` (Redis 7.0's deprecated first-argument form): the command with that first argument only."""
+    srv = server_factory()
+    admin = client(srv)
+    admin.execute_command("ACL", "SETUSER", "db0", "on", ">p", "-@all", "+acl|whoami", "+select|0")
+    assert "+select|0" in text(admin.acl_getuser("db0")["commands"])
+    r = client(srv, username="db0", password="p")
+    assert r.execute_command("SELECT", "0")
+    with pytest.raises(redis.exceptions.NoPermissionError, match="'select'"):
+        r.execute_command("SELECT", "1")
+    assert admin.execute_command("ACL", "DRYRUN", "db0", "SELECT", "1") == b"This user has no permissions to run the 'select' command"
+    with pytest.raises(redis.exceptions.ResponseError, match="Unknown command or category name in ACL"):
+        admin.execute_command("ACL", "SETUSER", "db0", "-select|0")
+    # Allowing or refusing the whole command replaces the first-argument rule.
+    admin.execute_command("ACL", "SETUSER", "db0", "+select", "-select")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        r.execute_command("SELECT", "0")

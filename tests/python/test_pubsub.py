@@ -234,3 +234,32 @@ async def test_asyncio_pubsub_native(server, proto):
         await p.aclose()
         await sub.aclose()
         await pub.aclose()
+
+
+def test_sharded_pubsub_is_a_namespace_of_its_own(r, r2, server):
+    """SSUBSCRIBE/SPUBLISH (Redis 7; without a cluster one namespace beside the channels'): `smessage`, shard channels
+    counted apart in confirmations, PUBSUB SHARDCHANNELS/SHARDNUMSUB, CLIENT LIST ssub=."""
+    p = r.pubsub()
+    try:
+        p.subscribe("ch")
+        assert next_message(p)["data"] == 1
+        p.ssubscribe("ch", "orders")
+        assert next_message(p) == {"type": "ssubscribe", "pattern": None, "channel": b"ch", "data": 1}
+        assert next_message(p) == {"type": "ssubscribe", "pattern": None, "channel": b"orders", "data": 2}
+        assert r2.spublish("orders", "o1") == 1
+        assert next_message(p) == {"type": "smessage", "pattern": None, "channel": b"orders", "data": b"o1"}
+        # PUBLISH reaches the channel subscription only, SPUBLISH the shard one only.
+        assert r2.publish("ch", "plain") == 1
+        assert next_message(p)["type"] == "message"
+        assert r2.spublish("ch", "sharded") == 1
+        assert next_message(p) == {"type": "smessage", "pattern": None, "channel": b"ch", "data": b"sharded"}
+        assert sorted(r2.pubsub_shardchannels()) == [b"ch", b"orders"] and r2.pubsub_shardchannels("o*") == [b"orders"]
+        assert r2.pubsub_shardnumsub("orders", "none") == [(b"orders", 1), (b"none", 0)]
+        assert r2.pubsub_channels() == [b"ch"]
+        assert any("ssub=2" in line and "sub=1" in line for line in r2.execute_command("CLIENT", "LIST").decode().splitlines())
+        p.sunsubscribe("orders")
+        assert next_message(p) == {"type": "sunsubscribe", "pattern": None, "channel": b"orders", "data": 1}
+        assert r2.spublish("orders", "x") == 0
+    finally:
+        p.close()
+    wait_until(lambda: r2.pubsub_shardchannels() == [], msg="shard subscriptions dropped with the connection")

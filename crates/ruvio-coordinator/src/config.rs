@@ -42,6 +42,8 @@ pub struct Config {
     pub sentinel_pass: Option<String>,
     pub loglevel: String,
     pub groups: Vec<GroupConfig>,
+    /// `protected-mode yes` (the default): see [`Config::protected`].
+    pub protected_mode: bool,
     /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
     pub metrics_port: u16,
 }
@@ -61,6 +63,7 @@ impl Default for Config {
             loglevel: "notice".into(),
             groups: Vec::new(),
             metrics_port: 0,
+            protected_mode: true,
         }
     }
 }
@@ -97,6 +100,15 @@ fn split_words(line: &str) -> Vec<String> {
 }
 
 impl Config {
+    /// Whether protected mode applies (Redis's rule, as Sentinel had it): `protected-mode yes`, no client
+    /// password (`requirepass`), and listening on every interface (a wildcard `bind` address: `*`, `0.0.0.0`,
+    /// `::`). Clients from other hosts are then refused with Redis's DENIED text; loopback clients are served, and
+    /// so are other coordinators that log in with `sentinel-user`/`sentinel-pass` first (server.rs). Binding to
+    /// chosen addresses, or setting `requirepass`, is the operator saying who may connect.
+    pub fn protected(&self) -> bool {
+        self.protected_mode && self.requirepass.is_none() && self.bind.iter().any(|b| matches!(b.trim_start_matches('-'), "*" | "0.0.0.0" | "::" | "::*"))
+    }
+
     pub fn load_file(&mut self, path: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         for (i, line) in text.lines().enumerate() {
@@ -141,8 +153,15 @@ impl Config {
             "loglevel" => self.loglevel = one()?.to_string(),
             "metrics-port" => self.metrics_port = parse_num("metrics-port", one()?)?,
             "coordinator-peers" => self.peers = args.to_vec(),
+            "protected-mode" => {
+                self.protected_mode = match one()?.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    v => return Err(format!("protected-mode: '{v}' is not yes or no")),
+                }
+            }
             // Accepted and ignored: they change nothing for the coordinator.
-            "logfile" | "protected-mode" | "pidfile" => {}
+            "logfile" | "pidfile" => {}
             "daemonize" => {
                 if one()?.eq_ignore_ascii_case("yes") {
                     return Err("daemonize yes is not supported (run the coordinator under a supervisor)".into());

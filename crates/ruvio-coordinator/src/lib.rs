@@ -5,6 +5,7 @@
 //! - [`config`]: sentinel.conf directives plus `coordinator-peers` and `sentinel durability-replicas`;
 //! - [`state`]: the replicated state (epoch, primary, replicas, D and n, promises, last failover);
 //! - [`raft`]: openraft storage (JSON files in `dir`) and the peer network (RESP on the coordinator port);
+//! - [`peers`]: pinging the other coordinators (`s_down` in SENTINEL SENTINELS);
 //! - [`monitor`]: probing the nodes, subjective/objective down, discovery, failover, re-pointing;
 //! - [`server`]: the RESP front (PING, HELLO, AUTH, ROLE, INFO, SENTINEL ..., pub/sub).
 
@@ -13,6 +14,7 @@ pub mod decide;
 pub mod metrics;
 pub mod monitor;
 pub mod node;
+pub mod peers;
 pub mod raft;
 pub mod server;
 pub mod state;
@@ -47,6 +49,8 @@ pub struct Coordinator {
     pub runtime: Mutex<HashMap<String, monitor::GroupRuntime>>,
     pub failover_locks: HashMap<String, Arc<tokio::sync::Mutex<()>>>,
     pub connected_clients: std::sync::atomic::AtomicUsize,
+    /// The other coordinators, as this one's pings see them (peers.rs).
+    pub peers: Mutex<HashMap<String, peers::PeerHealth>>,
 }
 
 pub fn now_ms() -> u64 {
@@ -151,6 +155,7 @@ pub async fn run(cfg: Config) -> Result<(), String> {
         runtime: Mutex::new(HashMap::new()),
         failover_locks,
         connected_clients: Default::default(),
+        peers: Mutex::new(HashMap::new()),
         cfg,
     });
     tracing::info!(
@@ -173,6 +178,7 @@ pub async fn run(cfg: Config) -> Result<(), String> {
         }
     }
     tokio::spawn(monitor::health_loop(co.clone()));
+    peers::start(&co);
     monitor::leader_loop(co).await;
     Ok(())
 }

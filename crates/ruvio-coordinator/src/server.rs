@@ -28,14 +28,34 @@ pub async fn bind(cfg: &Config) -> Result<Vec<TcpListener>, String> {
     Ok(out)
 }
 
+/// Redis's protected-mode refusal (its first sentences, then what to change on a coordinator).
+pub const PROTECTED_MODE_DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to this coordinator you may adopt one of the following solutions: 1) Set a password with 'requirepass <password>' in its configuration (clients then send AUTH). 2) Bind it to chosen addresses ('bind') instead of every interface. 3) Set 'protected-mode no' in its configuration. Other coordinators may connect by logging in first with sentinel-user/sentinel-pass.\r\n";
+
+fn is_loopback(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => v4.is_loopback(),
+        std::net::IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+    }
+}
+
 pub async fn accept_loop(co: Arc<Coordinator>, l: TcpListener) {
     loop {
         match l.accept().await {
-            Ok((s, _)) => {
+            Ok((mut s, addr)) => {
                 let co = co.clone();
+                let protected = co.cfg.protected() && !is_loopback(addr.ip());
+                if protected && co.cfg.sentinel_pass.is_none() {
+                    // No way to be let in: refused at once, as Redis does.
+                    tokio::spawn(async move {
+                        let _ = s.write_all(PROTECTED_MODE_DENIED.as_bytes()).await;
+                    });
+                    continue;
+                }
                 tokio::spawn(async move {
                     co.connected_clients.fetch_add(1, Ordering::Relaxed);
-                    let _ = Session::new(co.clone()).run(s).await;
+                    let mut session = Session::new(co.clone());
+                    session.protected = protected;
+                    let _ = session.run(s).await;
                     co.connected_clients.fetch_sub(1, Ordering::Relaxed);
                 });
             }
@@ -53,6 +73,9 @@ struct Session {
     authed: bool,
     /// Logged in as the other coordinators do (sentinel-user / sentinel-pass): may send `COORDINATOR ...`.
     peer: bool,
+    /// A client from another host while protected mode applies: only a coordinator's login (AUTH or HELLO AUTH
+    /// with sentinel-user/sentinel-pass) is accepted; anything else gets the DENIED text and the connection ends.
+    protected: bool,
     name: Option<String>,
     channels: Vec<String>,
     patterns: Vec<String>,
@@ -105,7 +128,7 @@ pub fn glob(p: &[u8], s: &[u8]) -> bool {
 impl Session {
     fn new(co: Arc<Coordinator>) -> Session {
         let authed = co.cfg.requirepass.is_none();
-        Session { co, proto: Protocol::Resp2, authed, peer: false, name: None, channels: Vec::new(), patterns: Vec::new(), events: None, quit: false }
+        Session { co, proto: Protocol::Resp2, authed, peer: false, protected: false, name: None, channels: Vec::new(), patterns: Vec::new(), events: None, quit: false }
     }
 
     async fn run(mut self, mut s: TcpStream) -> std::io::Result<()> {
@@ -193,6 +216,10 @@ impl Session {
     async fn handle(&mut self, req: Vec<Bytes>) -> Vec<Value> {
         let args: Vec<String> = req.iter().map(|b| String::from_utf8_lossy(b).into_owned()).collect();
         let cmd = args[0].to_ascii_uppercase();
+        if self.protected && !self.peer && !matches!(cmd.as_str(), "AUTH" | "HELLO") {
+            self.quit = true;
+            return vec![err(PROTECTED_MODE_DENIED.trim_start_matches('-').trim_end())];
+        }
         if !self.authed && !matches!(cmd.as_str(), "AUTH" | "HELLO" | "QUIT") {
             return vec![err("NOAUTH Authentication required.")];
         }
@@ -597,26 +624,45 @@ impl Session {
         self.map(f)
     }
 
-    fn sentinel_value(&self, addr: &str) -> Value {
+    fn sentinel_value(&self, addr: &str, down_after_ms: u64) -> Value {
         let (ip, port) = addr.rsplit_once(':').unwrap_or((addr, "0"));
         let (_, term, leader) = self.co.raft_status();
         let is_leader = leader.and_then(|l| self.co.members.get(l as usize - 1)).is_some_and(|a| a == addr);
-        self.map(vec![
+        let h = self.co.peers.lock().unwrap().get(addr).cloned();
+        let ago = |t: Option<std::time::Instant>| t.map_or("0".to_string(), |t| t.elapsed().as_millis().to_string());
+        // Sentinel's flag order: s_down first, the role, then the link state. Down is judged with this group's
+        // down-after-milliseconds, as Sentinel does per master.
+        let down = h.as_ref().is_some_and(|h| h.last_ok.unwrap_or(h.created).elapsed() > Duration::from_millis(down_after_ms));
+        let mut flags = Vec::new();
+        if down {
+            flags.push("s_down");
+        }
+        flags.push("sentinel");
+        if h.as_ref().is_some_and(|h| h.disconnected) {
+            flags.push("disconnected");
+        }
+        let mut f = vec![
             ("name", addr.to_string()),
             ("ip", ip.to_string()),
             ("port", port.to_string()),
             ("runid", addr.to_string()),
-            ("flags", "sentinel".into()),
+            ("flags", flags.join(",")),
             ("link-pending-commands", "0".into()),
             ("link-refcount", "1".into()),
-            ("last-ping-sent", "0".into()),
-            ("last-ok-ping-reply", "0".into()),
-            ("last-ping-reply", "0".into()),
-            ("down-after-milliseconds", "30000".into()),
+            ("last-ping-sent", if h.as_ref().is_some_and(|h| h.last_ok < h.last_ping_sent) { ago(h.as_ref().and_then(|h| h.last_ping_sent)) } else { "0".into() }),
+            ("last-ok-ping-reply", ago(h.as_ref().and_then(|h| h.last_ok))),
+            ("last-ping-reply", ago(h.as_ref().and_then(|h| h.last_reply))),
+        ];
+        if let Some(t) = h.as_ref().and_then(|h| h.sdown_since).filter(|_| down) {
+            f.push(("s-down-time", t.elapsed().as_millis().to_string()));
+        }
+        f.extend([
+            ("down-after-milliseconds", down_after_ms.to_string()),
             ("last-hello-message", "0".into()),
             ("voted-leader", if is_leader { addr.to_string() } else { "?".into() }),
             ("voted-leader-epoch", term.to_string()),
-        ])
+        ]);
+        self.map(f)
     }
 
     async fn sentinel(&mut self, a: &[String]) -> Value {
@@ -639,9 +685,10 @@ impl Session {
                 None => no_such(),
             },
             "SENTINELS" if a.len() == 2 => match group(a.get(1)) {
-                Some(_) => {
+                Some(g) => {
                     let me = self.co.cfg.self_addr();
-                    Value::Array(self.co.members.iter().filter(|m| **m != me).map(|m| self.sentinel_value(m)).collect())
+                    let down_after = self.co.group_cfg(&g.name).map_or(30_000, |c| c.down_after_ms);
+                    Value::Array(self.co.members.iter().filter(|m| **m != me).map(|m| self.sentinel_value(m, down_after)).collect())
                 }
                 None => no_such(),
             },

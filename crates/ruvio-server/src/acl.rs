@@ -10,6 +10,7 @@
 //! `coordinator` user that `coordinator-pass` enables.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -17,7 +18,10 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use sha2::{Digest, Sha256};
 
+use ruvio_protocol::Value;
+
 use crate::commands::{self, flags, CommandSpec};
+use crate::errors::{noperm_command, ERR_NOPERM_CHANNEL, ERR_NOPERM_KEY, ERR_SCRIPT_NOPERM_CHANNEL, ERR_SCRIPT_NOPERM_COMMAND, ERR_SCRIPT_NOPERM_KEY};
 use crate::keyspace::glob::glob_match;
 
 /// The built-in user `coordinator-pass` enables (docs/coordinator.md).
@@ -139,6 +143,23 @@ pub struct Perms {
     pub keys: Vec<KeyPattern>,
     pub all_channels: bool,
     pub channels: Vec<Bytes>,
+    /// Redis 7's selectors (`(...)` rules): further sets of command, key and channel rules; a command runs if the
+    /// user's own rules (the root selector, the fields above) or any one selector allows all of it. A selector is a
+    /// `Perms` whose user-level fields (on, passwords) are unused.
+    pub selectors: Vec<Perms>,
+    /// First arguments allowed for a command the user may not run otherwise (`+select|0`: SELECT 0 only), by
+    /// command number; lower case. Redis 7.0 keeps this (deprecated) form for commands without subcommands.
+    first_args: HashMap<usize, Vec<String>>,
+}
+
+/// How far a selector got before refusing (Redis's order: a channel refusal outranks a key refusal, which
+/// outranks a command refusal; then the later argument): the refusal reported when nothing allows the command.
+fn denial_rank(d: &Denial) -> u8 {
+    match d {
+        Denial::Command(_) => 1,
+        Denial::Key(_) => 2,
+        Denial::Channel(_) => 4,
+    }
 }
 
 impl Perms {
@@ -155,10 +176,14 @@ impl Perms {
             keys: Vec::new(),
             all_channels: false,
             channels: Vec::new(),
+            selectors: Vec::new(),
+            first_args: HashMap::new(),
         }
     }
 
     fn set(&mut self, id: usize, on: bool) {
+        // Allowing or refusing the whole command replaces any first-argument rule for it, as in Redis.
+        self.first_args.remove(&id);
         if on {
             self.allowed[id / 64] |= 1 << (id % 64);
         } else {
@@ -168,6 +193,12 @@ impl Perms {
 
     fn get(&self, id: usize) -> bool {
         self.allowed[id / 64] & (1 << (id % 64)) != 0
+    }
+
+    /// Whether a `+command|firstarg` rule lets this call run.
+    fn first_arg_allowed(&self, spec: &'static CommandSpec, args: &[Bytes]) -> bool {
+        let (Some(id), Some(arg)) = (id_of(spec), args.get(1)) else { return false };
+        self.first_args.get(&id).is_some_and(|allowed| allowed.iter().any(|a| a.as_bytes().eq_ignore_ascii_case(arg)))
     }
 
     pub fn may_run(&self, spec: &'static CommandSpec) -> bool {
@@ -183,15 +214,83 @@ impl Perms {
         self.all_keys || self.keys.iter().any(|k| (if write { k.write } else { k.read }) && glob_match(&k.pattern, key, false))
     }
 
+    /// Whether this user may run `resolved` with `args`: the command, then its keys (read or write as the
+    /// command is flagged), then its channels (the table's channel flags). What runs before authentication (AUTH,
+    /// HELLO, QUIT, RESET) runs for every user, as in Redis: a user must always be able to switch users or leave.
+    /// With selectors, the first that allows the command lets it run; when none does, the refusal that got
+    /// furthest is reported (Redis's rule, so ACL LOG names the key or channel that stopped the best match).
+    pub fn check(&self, resolved: &commands::Resolved, args: &[Bytes]) -> Result<(), Denial> {
+        let spec = resolved.spec;
+        if spec.has(flags::NOAUTH) && !spec.has(flags::ADMIN) {
+            return Ok(());
+        }
+        let mut worst: Option<(u8, usize, Denial)> = None;
+        for sel in std::iter::once(self).chain(self.selectors.iter()) {
+            let (at, denial) = match sel.check_selector(resolved, args) {
+                Ok(()) => return Ok(()),
+                Err(e) => e,
+            };
+            let rank = denial_rank(&denial);
+            if worst.as_ref().is_none_or(|(r, i, _)| rank > *r || (rank == *r && at > *i)) {
+                worst = Some((rank, at, denial));
+            }
+        }
+        Err(worst.expect("the root selector always answers").2)
+    }
+
+    /// One selector's verdict, with the argument index it stopped at.
+    fn check_selector(&self, resolved: &commands::Resolved, args: &[Bytes]) -> Result<(), (usize, Denial)> {
+        let spec = resolved.spec;
+        if !self.may_run(spec) && !self.first_arg_allowed(spec, args) {
+            return Err((0, Denial::Command(resolved.full_name())));
+        }
+        if !self.all_keys {
+            let write = spec.has(flags::WRITE);
+            if let Some(i) = spec.key_indexes(args.len()).into_iter().find(|&i| !self.may_access_key(&args[i], write)) {
+                return Err((i, Denial::Key(args[i].clone())));
+            }
+        }
+        if !self.all_channels {
+            let (range, patterns) = spec.channel_indexes(args.len());
+            if let Some(i) = range.into_iter().find(|&i| !self.may_access_channel(&args[i], patterns)) {
+                return Err((i, Denial::Channel(args[i].clone())));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a subscription (a channel, or with `pattern` a pattern) is allowed by the user's rules or any of
+    /// its selectors (what a subscriber keeps when channel rules change).
+    pub fn may_subscribe(&self, name: &[u8], pattern: bool) -> bool {
+        std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_channels || s.may_access_channel(name, pattern))
+    }
+
+    /// Every channel, through the user's own rules or a selector.
+    pub fn any_all_channels(&self) -> bool {
+        std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_channels)
+    }
+
     /// A channel (PUBLISH, SUBSCRIBE) or, with `literal`, a pattern (PSUBSCRIBE: allowed only if the user has the
     /// very same pattern, as in Redis).
     pub fn may_access_channel(&self, channel: &[u8], literal: bool) -> bool {
         self.all_channels || self.channels.iter().any(|p| if literal { p[..] == *channel } else { glob_match(p, channel, false) })
     }
 
+    /// A rule inside a selector: only command, key and channel rules (Redis's), never a user-level one.
+    fn apply_selector_rule(&mut self, rule: &str) -> Result<(), String> {
+        let lower = rule.to_ascii_lowercase();
+        let allowed = matches!(lower.as_str(), "allkeys" | "resetkeys" | "allchannels" | "resetchannels" | "allcommands" | "nocommands")
+            || matches!(rule.as_bytes().first(), Some(b'~' | b'%' | b'&' | b'+' | b'-'));
+        if !allowed {
+            return Err("Syntax error".into());
+        }
+        self.apply_rule(rule)
+    }
+
     fn apply_rule(&mut self, rule: &str) -> Result<(), String> {
         let lower = rule.to_ascii_lowercase();
         match lower.as_str() {
+            "clearselectors" => self.selectors.clear(),
             "on" => self.enabled = true,
             "off" => self.enabled = false,
             "nopass" => {
@@ -215,7 +314,7 @@ impl Perms {
             "allcommands" => self.apply_rule("+@all")?,
             "nocommands" => self.apply_rule("-@all")?,
             "reset" => {
-                for r in ["resetpass", "resetkeys", "resetchannels", "off", "-@all"] {
+                for r in ["resetpass", "resetkeys", "resetchannels", "off", "clearselectors", "-@all"] {
                     self.apply_rule(r)?;
                 }
             }
@@ -260,18 +359,23 @@ impl Perms {
                     if read && write && pat == "*" {
                         self.all_keys = true;
                         self.keys.clear();
-                    } else if !self.all_keys {
-                        let k = KeyPattern { pattern: Bytes::copy_from_slice(pat.as_bytes()), read, write };
-                        if !self.keys.contains(&k) {
-                            self.keys.push(k);
-                        }
+                    } else if self.all_keys {
+                        return Err("Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns".into());
+                    } else if let Some(k) = self.keys.iter_mut().find(|k| k.pattern[..] == *pat.as_bytes()) {
+                        // `%R~foo %W~foo` is `~foo`, as in Redis.
+                        k.read |= read;
+                        k.write |= write;
+                    } else {
+                        self.keys.push(KeyPattern { pattern: Bytes::copy_from_slice(pat.as_bytes()), read, write });
                     }
                 }
                 b'&' => {
                     if &rule[1..] == "*" {
                         self.all_channels = true;
                         self.channels.clear();
-                    } else if !self.all_channels {
+                    } else if self.all_channels {
+                        return Err("Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels".into());
+                    } else {
                         let c = Bytes::copy_from_slice(rule[1..].as_bytes());
                         if !self.channels.contains(&c) {
                             self.channels.push(c);
@@ -279,7 +383,17 @@ impl Perms {
                     }
                 }
                 b'+' | b'-' => self.apply_command_rule(&lower)?,
-                b'(' => return Err("Selectors are not supported by Ruvio".into()),
+                b'(' if rule.ends_with(')') => {
+                    // A selector starts with no permissions; its rules apply in order.
+                    let mut sel = Perms::new();
+                    for r in rule[1..rule.len() - 1].split_whitespace() {
+                        sel.apply_selector_rule(r)?;
+                    }
+                    if self.selectors.len() >= MAX_SELECTORS {
+                        return Err(format!("too many selectors (at most {MAX_SELECTORS})"));
+                    }
+                    self.selectors.push(sel);
+                }
                 _ => return Err("Syntax error".into()),
             },
         }
@@ -330,10 +444,23 @@ impl Perms {
                         }
                     }
                 }
-                Some(sub) => {
-                    if !on && spec.subcommands.is_empty() {
-                        return Err("Allowing first-arg of a subcommand is not supported".into());
+                Some(sub) if spec.subcommands.is_empty() => {
+                    // `+select|0`: that first argument only. Refusing one (`-select|0`) names no command, as in Redis.
+                    if !on || sub.is_empty() {
+                        return Err("Unknown command or category name in ACL".into());
                     }
+                    let Some(id) = id_of(spec) else { return Err("Unknown command or category name in ACL".into()) };
+                    if !self.get(id) {
+                        let allowed = self.first_args.entry(id).or_default();
+                        if allowed.len() >= MAX_FIRST_ARGS {
+                            return Err(format!("too many first-argument rules for '{}' (at most {MAX_FIRST_ARGS})", spec.name));
+                        }
+                        if !allowed.iter().any(|a| a.eq_ignore_ascii_case(sub)) {
+                            allowed.push(sub.to_ascii_lowercase());
+                        }
+                    }
+                }
+                Some(sub) => {
                     let s = spec.find_subcommand(sub.as_bytes()).ok_or("Unknown command or category name in ACL")?;
                     if let Some(id) = id_of(s) {
                         self.set(id, on);
@@ -400,7 +527,80 @@ impl Perms {
         let chans = self.channels_text();
         parts.push(if chans.is_empty() { "resetchannels".into() } else { format!("resetchannels {chans}") });
         parts.push(self.commands_text());
+        for sel in &self.selectors {
+            parts.push(format!("({})", sel.selector_text()));
+        }
         parts.join(" ").replace("resetchannels &*", "&*")
+    }
+
+    /// A selector as ACL LIST writes it inside its parentheses: keys, channels, commands.
+    pub fn selector_text(&self) -> String {
+        let mut parts = Vec::new();
+        let keys = self.keys_text();
+        if !keys.is_empty() {
+            parts.push(keys);
+        }
+        let chans = self.channels_text();
+        parts.push(if chans == "&*" { chans } else if chans.is_empty() { "resetchannels".into() } else { format!("resetchannels {chans}") });
+        parts.push(self.commands_text());
+        parts.join(" ")
+    }
+}
+
+/// Why the ACL refused a command: what was refused (ACL LOG's `reason` and `object`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Denial {
+    Command(String),
+    Key(Bytes),
+    Channel(Bytes),
+}
+
+impl Denial {
+    fn reason(&self) -> &'static str {
+        match self {
+            Denial::Command(_) => "command",
+            Denial::Key(_) => "key",
+            Denial::Channel(_) => "channel",
+        }
+    }
+
+    fn object(&self) -> String {
+        match self {
+            Denial::Command(c) => c.clone(),
+            Denial::Key(b) | Denial::Channel(b) => String::from_utf8_lossy(b).into_owned(),
+        }
+    }
+
+    /// The reply to the refused command. `lua`: a script's `redis.call` (Redis 7.0's texts for scripts, which
+    /// the script's error then carries); otherwise Redis's NOPERM texts.
+    pub fn reply(&self, lua: bool) -> Value {
+        match (self, lua) {
+            (Denial::Command(name), false) => noperm_command(name),
+            (Denial::Key(_), false) => Value::error(ERR_NOPERM_KEY),
+            (Denial::Channel(_), false) => Value::error(ERR_NOPERM_CHANNEL),
+            (Denial::Command(_), true) => Value::error(ERR_SCRIPT_NOPERM_COMMAND),
+            (Denial::Key(_), true) => Value::error(ERR_SCRIPT_NOPERM_KEY),
+            (Denial::Channel(_), true) => Value::error(ERR_SCRIPT_NOPERM_CHANNEL),
+        }
+    }
+
+    /// EXEC's reply for a queued command no longer allowed when it runs (Redis 7.0's texts).
+    pub fn exec_reply(&self) -> Value {
+        let reason = match self {
+            Denial::Command(_) => "no permission to execute the command or subcommand",
+            Denial::Key(_) => "no permission to touch the specified keys",
+            Denial::Channel(_) => "no permission to access one of the channels used as arguments",
+        };
+        Value::error(format!("NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"))
+    }
+
+    /// ACL DRYRUN's answer (a bulk string in Redis, not an error).
+    pub fn dryrun_text(&self) -> String {
+        match self {
+            Denial::Command(name) => format!("This user has no permissions to run the '{name}' command"),
+            Denial::Key(_) => format!("This user has no permissions to access the '{}' key", self.object()),
+            Denial::Channel(_) => format!("This user has no permissions to access the '{}' channel", self.object()),
+        }
     }
 }
 
@@ -448,9 +648,39 @@ pub struct LogEntry {
 pub struct Acl {
     users: RwLock<BTreeMap<String, Arc<User>>>,
     log: Mutex<(VecDeque<LogEntry>, u64)>,
+    /// `acllog-max-len`: the most entries ACL LOG keeps.
+    log_max: AtomicUsize,
 }
 
-const LOG_MAX: usize = 128;
+/// The most first-argument rules (`+select|0`) per command (bounded input).
+pub const MAX_FIRST_ARGS: usize = 1024;
+
+/// The most selectors a user may have (bounded input).
+pub const MAX_SELECTORS: usize = 1024;
+
+/// Joins the words of a selector given over several arguments (`(+@write` `~write::*)`, as a shell or Tcl splits
+/// it) into one rule, as Redis does; an opening parenthesis never closed is an error.
+fn merge_selector_args(rules: &[String]) -> Result<Vec<String>, String> {
+    let mut out = Vec::with_capacity(rules.len());
+    let mut open: Option<String> = None;
+    for r in rules {
+        if let Some(acc) = open.as_mut() {
+            acc.push(' ');
+            acc.push_str(r);
+            if r.ends_with(')') {
+                out.extend(open.take());
+            }
+        } else if r.starts_with('(') && !r.ends_with(')') {
+            open = Some(r.clone());
+        } else {
+            out.push(r.clone());
+        }
+    }
+    match open {
+        Some(acc) => Err(format!("Unmatched parenthesis in acl selector starting at '{acc}'.")),
+        None => Ok(out),
+    }
+}
 
 /// The most users an ACL file or `user` lines may define, and the longest rule line accepted (bounded input).
 pub const MAX_USERS: usize = 10_000;
@@ -468,7 +698,7 @@ impl Default for Acl {
 impl Acl {
     /// The default user only: on, no password, every key and channel, every command but @coordination.
     pub fn new() -> Acl {
-        let acl = Acl { users: RwLock::new(BTreeMap::new()), log: Mutex::new((VecDeque::new(), 0)) };
+        let acl = Acl { users: RwLock::new(BTreeMap::new()), log: Mutex::new((VecDeque::new(), 0)), log_max: AtomicUsize::new(128) };
         acl.users.write().insert("default".into(), Arc::new(User { name: "default".into(), perms: RwLock::new(Arc::new(default_perms())) }));
         acl
     }
@@ -509,7 +739,7 @@ impl Acl {
     pub fn set_user(&self, name: &str, rules: &[String]) -> Result<(), String> {
         let existing = self.get(name);
         let mut p = existing.as_ref().map_or_else(Perms::new, |u| (*u.perms()).clone());
-        for r in rules {
+        for r in &merge_selector_args(rules)? {
             if r.is_empty() {
                 return Err(format!("Error in ACL SETUSER modifier '{r}': Syntax error"));
             }
@@ -618,6 +848,13 @@ impl Acl {
         u
     }
 
+    /// A refused command: logged in ACL LOG under `context` (`toplevel`, `multi`, `lua`), answered with Redis's
+    /// text for that context.
+    pub fn deny(&self, denial: &Denial, context: &'static str, username: &str, client_info: String) -> Value {
+        self.log_denial(denial.reason(), context, denial.object(), username, client_info);
+        denial.reply(context == "lua")
+    }
+
     /// Records a denial in ACL LOG (repeats of the same one within 60 s are counted on one entry, as in Redis).
     pub fn log_denial(&self, reason: &'static str, context: &'static str, object: String, username: &str, client_info: String) {
         let now = wall_ms();
@@ -644,7 +881,14 @@ impl Acl {
             updated_ms: now,
             created: Instant::now(),
         });
-        log.0.truncate(LOG_MAX);
+        log.0.truncate(self.log_max.load(Ordering::Relaxed));
+    }
+
+    /// `acllog-max-len` (CONFIG SET): older entries beyond it are dropped at once, as in Redis.
+    pub fn set_log_max(&self, n: u64) {
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        self.log_max.store(n, Ordering::Relaxed);
+        self.log.lock().0.truncate(n);
     }
 
     pub fn log_entries(&self, n: usize) -> Vec<LogEntry> {
@@ -750,6 +994,7 @@ impl Acl {
             acl.replace_all(&lines, &["default"])?;
         }
         acl.set_coordinator_password(c.coordinator_pass.as_deref());
+        acl.set_log_max(c.acllog_max_len);
         Ok(acl)
     }
 }

@@ -93,6 +93,8 @@ pub struct ClientInfo {
     pub resp: AtomicU8,
     pub subscriptions: AtomicUsize,
     pub psubscriptions: AtomicUsize,
+    /// Shard channels (SSUBSCRIBE).
+    pub ssubscriptions: AtomicUsize,
     pub in_multi: AtomicBool,
     pub blocked: AtomicBool,
     /// Blocked on keys (BLPOP and friends): CLIENT UNBLOCK may end the wait.
@@ -107,6 +109,8 @@ pub struct ClientInfo {
     pub durable: Mutex<DurablePending>,
     /// The ACL user this connection is logged in as (CLIENT LIST `user=`, CLIENT KILL USER, ACL DELUSER).
     pub user: Mutex<String>,
+    /// In MONITOR mode (CLIENT LIST flag `O`; no idle timeout).
+    pub monitor: AtomicBool,
 }
 
 impl ClientInfo {
@@ -125,6 +129,7 @@ impl ClientInfo {
             resp: AtomicU8::new(2),
             subscriptions: AtomicUsize::new(0),
             psubscriptions: AtomicUsize::new(0),
+            ssubscriptions: AtomicUsize::new(0),
             in_multi: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             unblockable: AtomicBool::new(false),
@@ -135,7 +140,13 @@ impl ClientInfo {
             outbox: Outbox::default(),
             durable: Mutex::new(DurablePending::default()),
             user: Mutex::new("default".into()),
+            monitor: AtomicBool::new(false),
         }
+    }
+
+    /// Whether it has any subscription (channel, pattern or shard channel): a pub/sub client.
+    pub fn is_pubsub(&self) -> bool {
+        self.subscriptions.load(Ordering::Relaxed) + self.psubscriptions.load(Ordering::Relaxed) + self.ssubscriptions.load(Ordering::Relaxed) > 0
     }
 
     /// Asks the connection to close (CLIENT KILL, output limit, shutdown).
@@ -153,20 +164,23 @@ impl ClientInfo {
         let now = crate::clock::mono_ms();
         let idle = now.saturating_sub(self.last_active.load(Ordering::Relaxed)) / 1000;
         let mut flags = String::new();
+        if self.monitor.load(Ordering::Relaxed) {
+            flags.push('O');
+        }
         if self.in_multi.load(Ordering::Relaxed) {
             flags.push('x');
         }
         if self.blocked.load(Ordering::Relaxed) {
             flags.push('b');
         }
-        if self.subscriptions.load(Ordering::Relaxed) + self.psubscriptions.load(Ordering::Relaxed) > 0 {
+        if self.is_pubsub() {
             flags.push('P');
         }
         if flags.is_empty() {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
+            "id={} addr={} laddr={} fd=0 name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem={} tot-mem=0 events=r cmd={} user={} redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -177,6 +191,7 @@ impl ClientInfo {
             self.db.load(Ordering::Relaxed),
             self.subscriptions.load(Ordering::Relaxed),
             self.psubscriptions.load(Ordering::Relaxed),
+            self.ssubscriptions.load(Ordering::Relaxed),
             self.outbox.pending_bytes(),
             match *self.last_cmd.lock() {
                 (Some(parent), name) => format!("{parent}|{name}"),
@@ -223,6 +238,8 @@ pub struct ClientState {
     pub watched: Vec<Watched>,
     pub channels: HashSet<Bytes>,
     pub patterns: HashSet<Bytes>,
+    /// Shard channels (SSUBSCRIBE): a namespace of their own, as in Redis.
+    pub shard_channels: HashSet<Bytes>,
     /// Close the connection once the current reply is written (QUIT).
     pub close_after_reply: bool,
     /// Close the connection without writing the current reply (SHUTDOWN, as Redis does).
@@ -252,6 +269,7 @@ impl ClientState {
             watched: Vec::new(),
             channels: HashSet::new(),
             patterns: HashSet::new(),
+            shard_channels: HashSet::new(),
             close_after_reply: false,
             close_without_reply: false,
             extra_replies: Vec::new(),
@@ -280,7 +298,7 @@ impl ClientState {
     }
 
     pub fn subscribed(&self) -> bool {
-        !self.channels.is_empty() || !self.patterns.is_empty()
+        !self.channels.is_empty() || !self.patterns.is_empty() || !self.shard_channels.is_empty()
     }
 
     pub fn id(&self) -> u64 {

@@ -120,6 +120,8 @@ pub struct Config {
     pub slowlog_log_slower_than: i64,
     /// ... keeping the newest this many entries.
     pub slowlog_max_len: u64,
+    /// The most entries ACL LOG keeps (Redis's `acllog-max-len`).
+    pub acllog_max_len: u64,
     /// LATENCY: commands taking at least this many ms are sampled (0: off).
     pub latency_monitor_threshold: u64,
     /// TCP port of the Prometheus endpoint (`GET /metrics`) on the first bind address; 0 = off.
@@ -188,6 +190,7 @@ impl Default for Config {
             metrics_port: 0,
             slowlog_log_slower_than: 10_000,
             slowlog_max_len: 128,
+            acllog_max_len: 128,
             latency_monitor_threshold: 0,
             config_file: String::new(),
             ignored: Vec::new(),
@@ -383,6 +386,7 @@ pub static PARAMS: &[Param] = &[
     Param { name: "maxmemory-policy", get: |_| "noeviction".into(), set: |_, v| if v.eq_ignore_ascii_case("noeviction") { Ok(()) } else { Err("Ruvio never evicts keys (an evicted lock would be granted twice); only noeviction is accepted".into()) }, mutable: true },
     Param { name: "metrics-port", get: |c| c.metrics_port.to_string(), set: |c, v| { c.metrics_port = num_between(v, 0, 65535)? as u16; Ok(()) }, mutable: false },
     Param { name: "slowlog-log-slower-than", get: |c| c.slowlog_log_slower_than.to_string(), set: |c, v| { c.slowlog_log_slower_than = num_between(v, -1, i64::MAX)?; Ok(()) }, mutable: true },
+    Param { name: "acllog-max-len", get: |c| c.acllog_max_len.to_string(), set: |c, v| { c.acllog_max_len = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "slowlog-max-len", get: |c| c.slowlog_max_len.to_string(), set: |c, v| { c.slowlog_max_len = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "latency-monitor-threshold", get: |c| c.latency_monitor_threshold.to_string(), set: |c, v| { c.latency_monitor_threshold = num_between(v, 0, i64::MAX)? as u64; Ok(()) }, mutable: true },
     Param { name: "logfile", get: |c| c.logfile.clone(), set: |c, v| { c.logfile = v.to_string(); Ok(()) }, mutable: false },
@@ -461,7 +465,6 @@ pub static IGNORED: &[Ignored] = &[
     Ignored { name: "maxmemory-eviction-tenacity", honoured: any, why: "Ruvio never evicts" },
     Ignored { name: "active-expire-effort", honoured: any, why: "active expiry works to its own budget" },
     // Observability Ruvio does not have (yet).
-    Ignored { name: "acllog-max-len", honoured: any, why: "no ACL log" },
     Ignored { name: "latency-tracking", honoured: any, why: "no latency tracking" },
     // Encodings of data types Ruvio does not store (hashes are real parameters).
     Ignored { name: "hll-sparse-max-bytes", honoured: any, why: "no HyperLogLogs" },

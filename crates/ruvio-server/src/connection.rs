@@ -107,7 +107,7 @@ impl Connection {
             }
             let idle = {
                 let t = self.shared.config.read().timeout;
-                (t > 0 && !self.state.subscribed()).then(|| Duration::from_secs(t))
+                (t > 0 && !self.state.subscribed() && !info.monitor.load(Ordering::Relaxed)).then(|| Duration::from_secs(t))
             };
             if self.inbuf.capacity() - self.inbuf.len() < READ_CHUNK / 4 {
                 self.inbuf.reserve(READ_CHUNK);
@@ -464,6 +464,7 @@ impl Connection {
         let id = self.state.id();
         commands::transaction_family::unwatch_all(&self.shared, &mut self.state);
         commands::pubsub_family::unsubscribe_all(&self.shared, &mut self.state);
+        self.shared.monitors.remove(&self.state.info);
         self.shared.clients.lock().remove(&id);
     }
 }

@@ -134,33 +134,13 @@ fn execute_resolved<'g>(
     (reply, block)
 }
 
-/// The ACL gate: whether the connection's user may run this command (or subcommand) on these keys; a denial is
-/// recorded in ACL LOG and answered with Redis's NOPERM text. Channels are checked by the pub/sub commands.
+/// The ACL gate: whether the connection's user may run this command (or subcommand) on these keys and channels;
+/// a denial is recorded in ACL LOG under `context` and answered with Redis's text for it. EXEC checks its queue
+/// again when it runs (the user's rules may have changed since), through the same [`crate::acl::Perms::check`].
 fn acl_denied(shared: &Shared, client: &ClientState, resolved: &commands::Resolved, args: &[Bytes], context: &'static str) -> Option<Value> {
     let user = client.user.as_ref()?;
-    let spec = resolved.spec;
-    if spec.has(flags::NOAUTH) && !spec.has(flags::ADMIN) {
-        // What runs before authentication (AUTH, HELLO, QUIT, RESET) runs for every user too, as in Redis: a user
-        // must always be able to switch users or leave.
-        return None;
-    }
-    let perms = user.perms();
-    if !perms.may_run(spec) {
-        let name = resolved.full_name();
-        shared.acl.log_denial("command", context, name.clone(), &user.name, client.info.describe());
-        return Some(noperm_command(&name));
-    }
-    if !perms.all_keys {
-        let write = spec.has(flags::WRITE);
-        for i in spec.key_indexes(args.len()) {
-            if !perms.may_access_key(&args[i], write) {
-                let key = String::from_utf8_lossy(&args[i]).into_owned();
-                shared.acl.log_denial("key", context, key, &user.name, client.info.describe());
-                return Some(Value::error(ERR_NOPERM_KEY));
-            }
-        }
-    }
-    None
+    let denial = user.perms().check(resolved, args).err()?;
+    Some(shared.acl.deny(&denial, context, &user.name, client.info.describe()))
 }
 
 /// Applies write-log records as [`Caller::Replay`], each at the instant it was logged, so its relative times land

@@ -43,6 +43,7 @@ pub const ERR_NO_SUCH_CLIENT: &str = "ERR No such client";
 pub const ERR_UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 pub const ERR_CLIENT_UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
 pub const ERR_INVALID_CLIENT_ID: &str = "ERR Invalid client ID";
+pub const ERR_MONITOR_DENY_BLOCKING: &str = "ERR MONITOR isn't allowed for DENY BLOCKING client";
 pub const ERR_NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 pub const ERR_NESTED_MULTI: &str = "ERR MULTI calls can not be nested";
 pub const ERR_EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
@@ -73,6 +74,7 @@ pub const ERR_CLIENT_ID_POSITIVE: &str = "ERR client-id should be greater than 0
 pub const ERR_MAXAGE_POSITIVE: &str = "ERR maxage should be greater than 0";
 pub const ERR_MAXAGE_NOT_INTEGER: &str = "ERR maxage is not an integer or out of range";
 pub const ERR_PUBSUB_CHANNELS_ARITY: &str = "ERR unknown subcommand or wrong number of arguments for 'CHANNELS'. Try PUBSUB HELP.";
+pub const ERR_PUBSUB_SHARDCHANNELS_ARITY: &str = "ERR unknown subcommand or wrong number of arguments for 'SHARDCHANNELS'. Try PUBSUB HELP.";
 
 // ----- COMMAND GETKEYS -----
 pub const ERR_GETKEYS_UNKNOWN: &str = "ERR Invalid command specified";
@@ -315,6 +317,11 @@ pub const ERR_OOM: &str = "OOM command not allowed when used memory > 'maxmemory
 
 pub const ERR_NOPERM_KEY: &str = "NOPERM this user has no permissions to access one of the keys used as arguments";
 pub const ERR_NOPERM_CHANNEL: &str = "NOPERM this user has no permissions to access one of the channels used as arguments";
+
+/// The same refusals inside a script's `redis.call` (Redis 7.0's texts; the script's error adds where).
+pub const ERR_SCRIPT_NOPERM_COMMAND: &str = "ERR The user executing the script can't run this command or subcommand";
+pub const ERR_SCRIPT_NOPERM_KEY: &str = "ERR The user executing the script can't access at least one of the keys mentioned in the command arguments";
+pub const ERR_SCRIPT_NOPERM_CHANNEL: &str = "ERR The user executing the script can't publish to the channel mentioned in the command";
 
 /// A command the user may not run (`get`, `client|kill`).
 pub fn noperm_command(name: &str) -> Value {

@@ -1,4 +1,5 @@
-//! The Prometheus endpoint (`metrics-port`, off by default): `GET /metrics` in the text exposition format, every
+//! The Prometheus endpoint (`metrics-port`, off by default): `GET /metrics` in the text exposition format (and the
+//! read-only `/locks` page of locks_page.rs), every
 //! name prefixed `ruvio_`. What is counted on the request path is kept in atomics here (per command: calls, errors,
 //! a latency histogram; durable-write waits and NOTDURABLE answers); everything else is read from the server's own
 //! state at scrape time (clients, memory, keys, the lock engine's counters, replication). prometheus-client encodes
@@ -363,6 +364,20 @@ pub async fn serve(shared: Arc<Shared>, listener: tokio::net::TcpListener) {
             "/metrics",
             get(|axum::extract::State(s): axum::extract::State<Arc<Shared>>| async move {
                 ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], render(&s))
+            }),
+        )
+        .route(
+            "/locks",
+            get(|axum::extract::State(s): axum::extract::State<Arc<Shared>>| async move {
+                (
+                    [
+                        (axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8"),
+                        // Defence in depth behind the escaping: no script runs, nothing is loaded from anywhere.
+                        (axum::http::header::CONTENT_SECURITY_POLICY, "default-src 'none'; style-src 'unsafe-inline'"),
+                        (axum::http::header::CACHE_CONTROL, "no-store"),
+                    ],
+                    crate::locks_page::render(&s),
+                )
             }),
         )
         .with_state(shared.clone());

@@ -85,6 +85,8 @@ pub struct Shared {
     pub notify_flags: AtomicU64,
     /// ACL users (acl.rs): who may log in, and what each user may run and touch.
     pub acl: crate::acl::Acl,
+    /// Clients in MONITOR mode (monitor.rs).
+    pub monitors: crate::monitor::Monitors,
 }
 
 impl Shared {
@@ -193,6 +195,7 @@ impl Shared {
             scripts: crate::scripting::Scripting::default(),
             notify_flags: AtomicU64::new(0),
             acl,
+            monitors: crate::monitor::Monitors::default(),
         });
         shared.apply_config_copies(min_replicas);
         shared.set_notify_flags(&mut shared.store.lock(), notify);

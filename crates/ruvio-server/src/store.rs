@@ -200,6 +200,11 @@ impl Store {
                 if ev.was_lock {
                     self.locks.stats.expirations += 1;
                     self.locks.key_gone(db, &ev.key);
+                    if let Some((kind, tokens)) = &ev.lock_holders {
+                        for t in tokens {
+                            self.locks.note_event(db, &ev.key, kind, *t, crate::locks::EventKind::Expired);
+                        }
+                    }
                 }
             }
         }

@@ -139,7 +139,12 @@ fn run_coordinator(a: &CoordinatorArgs) -> ExitCode {
         "verbose" => "info,ruvio_coordinator=debug".to_string(),
         "warning" => "warn".to_string(),
         "nothing" => "off".to_string(),
-        _ => "info,openraft=warn".to_string(),
+        // openraft's own lines are off by default: at WARN and ERROR it reports every RPC to a peer that timed out
+        // or was refused (one per heartbeat while a peer is away, and several on every clean start, when peers come
+        // up one after the other) and stale vote responses of ordinary elections. Peer reachability is logged by
+        // the coordinator itself, one line per change (+sdown/-sdown sentinel, peers.rs); `loglevel verbose` or
+        // RUST_LOG shows openraft's lines.
+        _ => "info,openraft=off".to_string(),
     });
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();

@@ -167,3 +167,70 @@ fn protected_mode_denies_non_loopback_clients_without_a_password() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+/// The coordinator's protected mode (docs/coordinator.md): bound to every interface with no `requirepass`, it
+/// refuses clients from other hosts with Redis's DENIED text and serves loopback ones; other coordinators get in
+/// by logging in with sentinel-user/sentinel-pass first; `requirepass`, a chosen `bind` list or `protected-mode
+/// no` lift it. As the server's test above: a private network namespace whose lo also carries 192.0.2.1, so a
+/// connection from that address is a real non-loopback TCP connection and nothing leaves the namespace.
+#[test]
+fn coordinator_protected_mode_denies_non_loopback_clients_without_a_password() {
+    let ns = Netns(format!("ruvio-cpm-{}", std::process::id()));
+    ip(&["netns", "add", &ns.0]);
+    ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+    ip(&["-n", &ns.0, "addr", "add", "192.0.2.1/32", "dev", "lo"]);
+    let dir = temp_dir("coordinator-protected");
+    let start_in_ns = |conf_lines: &str| {
+        let conf = dir.join("c.conf");
+        std::fs::write(&conf, format!("port 26390\ndir {}\nsentinel monitor m 127.0.0.1 1 1\n{conf_lines}", dir.display())).unwrap();
+        in_ns(&ns.0, &[env!("CARGO_BIN_EXE_ruvio"), "coordinator", "--config", conf.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    // A client inside the namespace: connect to `host` (from that same address), send the commands, print what came
+    // back (the connection's whole output within 0.3 s).
+    let probe = |host: &str, cmds: &[&[&str]]| -> String {
+        let resp: String = cmds
+            .iter()
+            .map(|c| format!("*{}\\r\\n{}", c.len(), c.iter().map(|a| format!("${}\\r\\n{a}\\r\\n", a.len())).collect::<String>()))
+            .collect();
+        let script = format!(
+            "import socket,time\nfor _ in range(100):\n  try:\n    s=socket.create_connection(('{host}',26390),timeout=2); break\n  except OSError: time.sleep(0.05)\ns.sendall(b'{resp}')\ntime.sleep(0.3)\nout=b''\ns.settimeout(0.5)\ntry:\n  while True:\n    d=s.recv(4096)\n    if not d: out+=b'<closed>'; break\n    out+=d\nexcept OSError: pass\nprint(out.decode(errors='replace'))"
+        );
+        let out = in_ns(&ns.0, &["python3", "-c", &script]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let ping: &[&str] = &["PING"];
+
+    // Every interface, no password: a remote client is refused (and disconnected), a loopback one served.
+    let mut co = start_in_ns("bind 0.0.0.0\n");
+    let remote = probe("192.0.2.1", &[ping]);
+    assert!(remote.starts_with("-DENIED Redis is running in protected mode") && remote.contains("<closed>"), "{remote}");
+    let local = probe("127.0.0.1", &[ping]);
+    assert!(local.starts_with("+PONG"), "{local}");
+    let _ = co.kill();
+    let _ = co.wait();
+
+    // With the coordinators' own login: a remote connection may log in as a coordinator, and nothing else.
+    let mut co = start_in_ns("bind 0.0.0.0\nsentinel sentinel-user peer\nsentinel sentinel-pass peerpw\n");
+    let remote = probe("192.0.2.1", &[ping]);
+    assert!(remote.starts_with("-DENIED Redis is running in protected mode") && remote.contains("<closed>"), "{remote}");
+    let remote = probe("192.0.2.1", &[&["AUTH", "peer", "wrong"], ping]);
+    assert!(remote.starts_with("-WRONGPASS") && remote.contains("-DENIED") && remote.contains("<closed>"), "{remote}");
+    let peer = probe("192.0.2.1", &[&["AUTH", "peer", "peerpw"], ping]);
+    assert!(peer.starts_with("+OK\r\n+PONG"), "{peer}");
+    let _ = co.kill();
+    let _ = co.wait();
+
+    // A client password, a chosen bind list, or protected-mode no: remote clients are served.
+    for conf in ["bind 0.0.0.0\nrequirepass pw\n", "bind 127.0.0.1 192.0.2.1\n", "bind 0.0.0.0\nprotected-mode no\n"] {
+        let mut co = start_in_ns(conf);
+        let cmds: Vec<&[&str]> = if conf.contains("requirepass") { vec![&["AUTH", "pw"], ping] } else { vec![ping] };
+        let remote = probe("192.0.2.1", &cmds);
+        assert!(remote.contains("+PONG") && !remote.contains("DENIED"), "{conf}: {remote}");
+        let _ = co.kill();
+        let _ = co.wait();
+    }
+}

@@ -112,6 +112,47 @@ fn a_leased_primary_answers_durable_writes_only_while_a_majority_of_coordinators
     assert_eq!(lease_state(p0), "not-required");
 }
 
+/// Issue 36: a durable write refused because the write lease expired says why in the log, once per episode (until
+/// the lease is valid again), not once per refused write.
+#[test]
+fn a_durable_write_refused_for_an_expired_write_lease_is_logged_once_per_episode() {
+    let dir = temp_dir("write-lease-log");
+    let (p0, p1) = (free_port(), free_port());
+    let n0 = node(&dir, p0, None);
+    let _n1 = node(&dir, p1, Some(p0));
+    wait_for("the replica online", || replica_online(p0));
+    let epoch = line(&text(p0, &["INFO", "replication"]), "ruvio_epoch").unwrap();
+    let mut c = durable_conn(p0, 200);
+    let mut co = Conn::as_coordinator(p0);
+    let refusals = |n0: &Proc| n0.log().lines().filter(|l| l.contains("durable writes refused")).map(str::to_string).collect::<Vec<_>>();
+    let expire = |co: &mut Conn| {
+        assert!(is_ok(&co.cmd(&["REPLICATION", "LEASE", &epoch, "200", "1", "1"])));
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(lease_state(p0), "expired");
+    };
+
+    expire(&mut co);
+    for i in 0..3 {
+        assert!(err(&c.cmd(&["SET", &format!("d{i}"), "1"])).contains("not been leased"));
+    }
+    let logged = refusals(&n0);
+    assert_eq!(logged.len(), 1, "one line for three refused writes: {logged:?}");
+    assert!(logged[0].contains("WARN") && logged[0].contains("0 of 1 coordinator(s) lease this primary, 1 needed"), "{}", logged[0]);
+    assert!(logged[0].contains("coordinator 1's ended"), "{}", logged[0]);
+
+    // The lease is valid again: the episode ends (a line says so), durable writes are answered.
+    assert!(is_ok(&co.cmd(&["REPLICATION", "LEASE", &epoch, "600000", "1", "1"])));
+    assert!(is_ok(&c.cmd(&["SET", "ok", "1"])));
+    assert_eq!(n0.log().lines().filter(|l| l.contains("write lease valid again")).count(), 1);
+
+    // A new episode is logged again, once.
+    expire(&mut co);
+    for i in 0..2 {
+        assert!(err(&c.cmd(&["SET", &format!("e{i}"), "1"])).contains("not been leased"));
+    }
+    assert_eq!(refusals(&n0).len(), 2, "{:?}", refusals(&n0));
+}
+
 /// How many replicas the primary counts for durable writes (INFO replication's `durable=1`).
 fn durable_replicas(primary: u16) -> usize {
     text(primary, &["INFO", "replication"]).matches("durable=1").count()

@@ -1,6 +1,8 @@
 //! ACL: users and what they may run (acl.rs holds the users; this is the command that manages them, Redis 6+
 //! syntax: SETUSER, GETUSER, DELUSER, LIST, USERS, WHOAMI, CAT, LOG, SAVE, LOAD, GENPASS).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use ruvio_protocol::Value;
 
@@ -37,6 +39,7 @@ static ACL_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("log", -2, ADMIN | LOADING | STALE, "Lists recent security events generated due to commands rejected by ACL rules.", log),
     cmd!("save", 2, ADMIN | LOADING | STALE, "Saves the effective ACL rules in the configured ACL file.", save),
     cmd!("load", 2, ADMIN | LOADING | STALE, "Reloads the rules from the configured ACL file.", load),
+    cmd!("dryrun", -4, ADMIN | LOADING | STALE, "Simulates the execution of a command by a user, without executing the command.", dryrun),
     cmd!("genpass", -2, LOADING | STALE, "Generates a pseudorandom, secure password that can be used to identify ACL users.", genpass),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", help),
 ];
@@ -49,8 +52,65 @@ fn setuser(ctx: &mut Ctx) -> Value {
     let name = text(&ctx.args[2]);
     let rules: Vec<String> = ctx.args[3..].iter().map(text).collect();
     match ctx.shared.acl.set_user(&name, &rules) {
-        Ok(()) => Value::ok(),
+        Ok(()) => {
+            kill_revoked_subscribers(ctx, &[name]);
+            Value::ok()
+        }
         Err(e) => Value::error(format!("ERR {e}")),
+    }
+}
+
+/// Closes the connections of `names` subscribed to a channel or pattern their user may no longer access, as
+/// Redis 7 does when channel permissions are taken away (ACL SETUSER resetchannels, ACL LOAD): a subscriber
+/// must not keep receiving what it could not subscribe to now. Subscriptions still allowed are left alone.
+fn kill_revoked_subscribers(ctx: &mut Ctx, names: &[String]) {
+    let perms: Vec<(String, Arc<crate::acl::Perms>)> =
+        names.iter().filter_map(|n| ctx.shared.acl.get(n).map(|u| (n.clone(), u.perms()))).filter(|(_, p)| !p.any_all_channels()).collect();
+    if perms.is_empty() {
+        return;
+    }
+    let mut doomed = Vec::new();
+    ctx.shared.pubsub.lock().for_each_subscription(|name, pattern, client| {
+        if doomed.iter().any(|c: &Arc<crate::client::ClientInfo>| c.id == client.id) {
+            return;
+        }
+        let user = client.user.lock().clone();
+        if perms.iter().any(|(n, p)| *n == user && !p.may_subscribe(name, pattern)) {
+            doomed.push(client.clone());
+        }
+    });
+    for c in doomed {
+        if c.id == ctx.client.id() {
+            ctx.client.close_after_reply = true;
+        } else {
+            c.kill();
+        }
+    }
+}
+
+/// ACL DRYRUN user command [arg ...]: whether `user` could run the command, without running it (Redis 7.0's
+/// replies: OK, or a bulk string saying what is denied).
+fn dryrun(ctx: &mut Ctx) -> Value {
+    let name = text(&ctx.args[2]);
+    let Some(user) = ctx.shared.acl.get(&name) else { return Value::error(format!("ERR User '{name}' not found")) };
+    let args = &ctx.args[3..];
+    let resolved = match super::resolve(args) {
+        Ok(r) => r,
+        // An unknown command or subcommand is "not found"; a known one with the wrong number of arguments gets
+        // resolve's arity error, as in Redis.
+        Err(e) => {
+            let known = super::lookup_public(&args[0]).is_some_and(|spec| {
+                !spec.arity_ok(args.len()) || spec.subcommands.is_empty() || spec.find_subcommand(&args[1]).is_some()
+            });
+            return if known { e } else { Value::error(format!("ERR Command '{}' not found", text(&args[0]))) };
+        }
+    };
+    if resolved.parent.unwrap_or(resolved.spec).has(INTERNAL) {
+        return Value::error(format!("ERR Command '{}' not found", text(&args[0])));
+    }
+    match user.perms().check(&resolved, args) {
+        Ok(()) => Value::ok(),
+        Err(d) => Value::bulk(Bytes::from(d.dryrun_text())),
     }
 }
 
@@ -68,7 +128,15 @@ fn getuser(ctx: &mut Ctx) -> Value {
         (s("commands"), s(&p.commands_text())),
         (s("keys"), s(&p.keys_text())),
         (s("channels"), s(&p.channels_text())),
-        (s("selectors"), Value::Array(Vec::new())),
+        (
+            s("selectors"),
+            Value::Array(
+                p.selectors
+                    .iter()
+                    .map(|sel| Value::Map(vec![(s("commands"), s(&sel.commands_text())), (s("keys"), s(&sel.keys_text())), (s("channels"), s(&sel.channels_text()))]))
+                    .collect(),
+            ),
+        ),
     ])
 }
 
@@ -202,6 +270,8 @@ fn load(ctx: &mut Ctx) -> Value {
             ctx.shared.acl.set_coordinator_password(coord.as_deref());
             let gone: Vec<String> = gone.into_iter().filter(|n| ctx.shared.acl.get(n).is_none()).collect();
             kill_clients_of(ctx, &gone);
+            let names = ctx.shared.acl.names();
+            kill_revoked_subscribers(ctx, &names);
             Value::ok()
         }
         Err(e) => Value::error(format!("ERR {e}")),
@@ -231,6 +301,8 @@ fn help(_ctx: &mut Ctx) -> Value {
         "    List all commands that belong to <category>, or all command categories when no category is specified.",
         "DELUSER <username> [<username> ...]",
         "    Delete a list of users.",
+        "DRYRUN <username> <command> [<arg> ...]",
+        "    Returns whether the user can execute the given command without executing the command.",
         "GETUSER <username>",
         "    Get the user's details.",
         "GENPASS [<bits>]",

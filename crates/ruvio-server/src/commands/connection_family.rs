@@ -90,6 +90,10 @@ fn check_password(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> Result<(), Value> 
 
 fn auth(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
+    // Every argument (user and password) is hidden from MONITOR, as in Redis.
+    for i in 1..args.len() {
+        ctx.redact(i);
+    }
     let (user, pass) = match args.len() {
         2 => {
             if ctx.shared.acl.get("default").is_none_or(|u| u.perms().nopass) {
@@ -122,6 +126,9 @@ fn hello(ctx: &mut Ctx) -> Value {
     let mut setname = None;
     while i < args.len() {
         if eq_ic(&args[i], "auth") && i + 2 < args.len() {
+            // The user and password are hidden from MONITOR, as in Redis.
+            ctx.redact(i + 1);
+            ctx.redact(i + 2);
             if let Err(e) = check_password(ctx, &args[i + 1], &args[i + 2]) {
                 return e;
             }
@@ -189,6 +196,7 @@ fn reset(ctx: &mut Ctx) -> Value {
     // CLIENT DURABILITY is connection state too: a pooled connection handed on after RESET must not keep making
     // the next user's writes wait for replicas (or fail with NOTDURABLE).
     ctx.client.durability_replicas = 0;
+    ctx.shared.monitors.remove(&ctx.client.info);
     Value::simple("RESET")
 }
 
@@ -271,7 +279,7 @@ fn client_list(ctx: &mut Ctx) -> Value {
     clients.sort_by_key(|c| c.id);
     let mut out = String::new();
     let type_ok = |c: &crate::client::ClientInfo| {
-        let pubsub = c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0;
+        let pubsub = c.is_pubsub();
         match type_filter.as_deref() {
             None => true,
             Some("pubsub") => pubsub,
@@ -280,7 +288,8 @@ fn client_list(ctx: &mut Ctx) -> Value {
             Some(_) => false,
         }
     };
-    for c in clients.iter().filter(|c| ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
+    // A killed client is gone for everyone else already (Redis frees it at once); its task is only closing it.
+    for c in clients.iter().filter(|c| !c.is_killed() && ids.as_ref().is_none_or(|ids| ids.contains(&c.id)) && type_ok(c)) {
         out.push_str(&c.describe());
         out.push('\n');
     }
@@ -414,7 +423,7 @@ fn client_type_by_name(name: &str) -> Option<&'static str> {
 /// A client's class, as Redis's getClientType: `pubsub` while it has subscriptions, else `normal` (Ruvio has no
 /// replication links yet, so never `master` or `replica`).
 fn client_type(c: &crate::client::ClientInfo) -> &'static str {
-    if c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0 {
+    if c.is_pubsub() {
         "pubsub"
     } else {
         "normal"

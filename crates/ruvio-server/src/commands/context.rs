@@ -67,6 +67,9 @@ pub struct Ctx<'a, 'g> {
     pub propagate: Propagate,
     /// The execution path this command came through, for the commands it runs in turn.
     pub execute: Execute,
+    /// Arguments MONITOR shows as `(redacted)` (passwords), marked by the handler as Redis's
+    /// `redactClientCommandArgument` does.
+    pub redacted: Vec<usize>,
 }
 
 impl<'a, 'g> Ctx<'a, 'g> {
@@ -83,7 +86,7 @@ impl<'a, 'g> Ctx<'a, 'g> {
         caller: Caller,
         execute: Execute,
     ) -> Self {
-        Ctx { shared, client, args, spec, guard, now, in_exec, caller, block: None, propagate: Propagate::AsIs, execute }
+        Ctx { shared, client, args, spec, guard, now, in_exec, caller, block: None, propagate: Propagate::AsIs, execute, redacted: Vec::new() }
     }
 
     /// The store, locked for the rest of this command (and the commands batched with it).
@@ -96,6 +99,13 @@ impl<'a, 'g> Ctx<'a, 'g> {
     pub fn db(&mut self) -> &mut Db {
         let idx = self.client.db;
         &mut self.store().dbs[idx]
+    }
+
+    /// MONITOR shows argument `i` as `(redacted)`.
+    pub fn redact(&mut self, i: usize) {
+        if i < self.args.len() {
+            self.redacted.push(i);
+        }
     }
 
     /// Logs this write as `args` instead of the command as received.

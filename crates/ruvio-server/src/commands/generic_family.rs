@@ -57,6 +57,12 @@ fn del(ctx: &mut Ctx) -> Value {
     for k in &args[1..] {
         if let Some(e) = store.dbs[db].remove(k, now) {
             n += 1;
+            // A lock deleted from under its holders is a loss the /locks page lists (locks_page.rs).
+            if let Some((kind, tokens)) = e.data.lock_holders() {
+                for t in tokens {
+                    store.locks.note_event(db, k, kind, t, crate::locks::EventKind::Deleted);
+                }
+            }
             on_lock_removed(store, db, k, &e, now);
         }
     }

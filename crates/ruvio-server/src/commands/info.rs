@@ -68,7 +68,7 @@ fn server(ctx: &mut Ctx, out: &mut String) {
 fn clients(ctx: &mut Ctx, out: &mut String) {
     let clients = ctx.shared.clients.lock();
     let blocked = clients.values().filter(|c| c.blocked.load(Ordering::Relaxed)).count();
-    let pubsub = clients.values().filter(|c| c.subscriptions.load(Ordering::Relaxed) + c.psubscriptions.load(Ordering::Relaxed) > 0).count();
+    let pubsub = clients.values().filter(|c| c.is_pubsub()).count();
     let maxclients = ctx.shared.config.read().maxclients;
     let _ = write!(
         out,

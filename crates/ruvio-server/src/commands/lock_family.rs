@@ -234,20 +234,17 @@ fn locks(ctx: &mut Ctx) -> Value {
             .holders
             .iter()
             .map(|h| {
-                let grant = store.locks.grants.get(&h.token).filter(|g| g.db == db && g.key == key);
-                // Without a grant of this node (a replica, or granted before a restart) the grant time is the
-                // token's own clock field, which is the grant's wall-clock ms (or slightly ahead under load).
-                let granted_ms = grant.map_or_else(|| crate::locks::tokens::issued_wall_ms(h.token), |g| g.wall_ms);
+                let (granted_ms, who) = engine::holder_grant(store, db, &key, h.token);
                 let nil_or = |v: Option<Value>| v.unwrap_or(Value::Nil);
                 Value::Map(vec![
                     (Value::bulk_str("token"), Value::Integer(h.token)),
                     (Value::bulk_str("remaining_ms"), Value::Integer(h.remaining_ms as i64)),
                     (Value::bulk_str("granted_ms"), Value::Integer(granted_ms)),
                     (Value::bulk_str("held_ms"), Value::Integer(wall_now.saturating_sub(granted_ms).max(0))),
-                    (Value::bulk_str("client_id"), nil_or(grant.map(|g| Value::Integer(g.who.client_id as i64)))),
+                    (Value::bulk_str("client_id"), nil_or(who.map(|w| Value::Integer(w.client_id as i64)))),
                     // No name (CLIENT SETNAME never called) is nil, as CLIENT GETNAME answers.
-                    (Value::bulk_str("client_name"), nil_or(grant.filter(|g| !g.who.name.is_empty()).map(|g| Value::Bulk(g.who.name.clone())))),
-                    (Value::bulk_str("client_addr"), nil_or(grant.map(|g| Value::bulk_str(&g.who.addr)))),
+                    (Value::bulk_str("client_name"), nil_or(who.filter(|w| !w.name.is_empty()).map(|w| Value::Bulk(w.name.clone())))),
+                    (Value::bulk_str("client_addr"), nil_or(who.map(|w| Value::bulk_str(&w.addr)))),
                 ])
             })
             .collect();

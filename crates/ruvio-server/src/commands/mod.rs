@@ -72,6 +72,17 @@ pub mod flags {
     /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
     /// no user has unless configured (acl.rs).
     pub const COORDINATION: u32 = 1 << 16;
+    /// Argument 1 is a channel the command publishes to (PUBLISH): the ACL's channel rules (`&pattern`) apply
+    /// to it (acl.rs). Not shown by COMMAND.
+    pub const CHANNEL_PUBLISH: u32 = 1 << 17;
+    /// Arguments 1.. are channels the command subscribes to (SUBSCRIBE): the ACL's channel rules apply.
+    pub const CHANNEL_SUBSCRIBE: u32 = 1 << 18;
+    /// Arguments 1.. are patterns the command subscribes to (PSUBSCRIBE): each is allowed only by the very same
+    /// ACL channel pattern, as in Redis.
+    pub const PATTERN_SUBSCRIBE: u32 = 1 << 19;
+    /// Shown to MONITOR before it runs rather than after (Redis's EVAL and FCALL feed the monitors themselves
+    /// first, with `skip_monitor` in their table entry), so the commands its script runs follow it.
+    pub const MONITOR_FIRST: u32 = 1 << 20;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -117,6 +128,18 @@ impl CommandSpec {
             argc == self.arity as usize
         } else {
             argc >= (-self.arity) as usize
+        }
+    }
+
+    /// Indexes of the channel arguments in `args` the ACL checks, and whether they are patterns (matched
+    /// literally against the user's channel rules).
+    pub fn channel_indexes(&self, argc: usize) -> (std::ops::Range<usize>, bool) {
+        if self.has(flags::CHANNEL_PUBLISH) {
+            (1..2.min(argc), false)
+        } else if self.has(flags::CHANNEL_SUBSCRIBE) || self.has(flags::PATTERN_SUBSCRIBE) {
+            (1..argc, self.has(flags::PATTERN_SUBSCRIBE))
+        } else {
+            (0..0, false)
         }
     }
 
@@ -316,6 +339,13 @@ mod tests {
     }
 }
 
+/// Shows the command to the MONITOR clients (monitor.rs): with the client's address, or as `lua` when a script ran it.
+fn feed_monitors(ctx: &Ctx) {
+    let limit = crate::monitor::limit(&ctx.shared.config.read());
+    let origin = (ctx.caller != context::Caller::Script).then_some(ctx.client.info.addr.as_str());
+    ctx.shared.monitors.feed(&limit, ctx.client.db, origin, ctx.args, &ctx.redacted);
+}
+
 /// Runs a resolved command: the handler, then the write log and expiry follow-ups.
 pub fn call(ctx: &mut Ctx) -> Value {
     // Whether a write changed anything is counted by the mutators (the keyspace's, the function libraries'); the
@@ -333,7 +363,14 @@ pub fn call(ctx: &mut Ctx) -> Value {
     // A durable connection's wait depends on whether the command logged anything (EXEC and scripts included): its
     // staged records are counted before and after. Nothing commits the log while one command runs.
     let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay).then(|| ctx.store().log.len());
+    let monitor = ctx.caller != context::Caller::Replay && ctx.shared.monitors.active() && !ctx.spec.has(flags::ADMIN);
+    if monitor && ctx.spec.has(flags::MONITOR_FIRST) {
+        feed_monitors(ctx);
+    }
     let reply = (ctx.spec.handler)(ctx);
+    if monitor && !ctx.spec.has(flags::MONITOR_FIRST) {
+        feed_monitors(ctx);
+    }
     if ctx.is_locked() {
         let now = ctx.now;
         let write = ctx.spec.has(flags::WRITE);

@@ -1,4 +1,5 @@
-//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB.
+//! Pub/sub: SUBSCRIBE, UNSUBSCRIBE, PSUBSCRIBE, PUNSUBSCRIBE, PUBLISH, PUBSUB, and sharded pub/sub (SSUBSCRIBE,
+//! SUNSUBSCRIBE, SPUBLISH).
 
 use std::sync::atomic::Ordering;
 
@@ -20,11 +21,15 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("subscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels.", subscribe),
+    cmd!("subscribe", -2, CHANNEL_SUBSCRIBE | PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels.", subscribe),
     cmd!("unsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Stops listening to messages posted to channels.", unsubscribe),
-    cmd!("psubscribe", -2, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels that match one or more patterns.", psubscribe),
+    cmd!("psubscribe", -2, PATTERN_SUBSCRIBE | PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to channels that match one or more patterns.", psubscribe),
     cmd!("punsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Stops listening to messages published to channels that match one or more patterns.", punsubscribe),
-    cmd!("publish", 3, PUBSUB | LOADING | STALE | FAST, "Posts a message to a channel.", publish),
+    cmd!("publish", 3, CHANNEL_PUBLISH | PUBSUB | LOADING | STALE | FAST, "Posts a message to a channel.", publish),
+    // Sharded pub/sub (Redis 7): without a cluster, shard channels are a namespace of their own.
+    cmd!("ssubscribe", -2, CHANNEL_SUBSCRIBE | PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Listens for messages published to shard channels.", ssubscribe),
+    cmd!("sunsubscribe", -1, PUBSUB | LOADING | STALE | SUBSCRIBED_OK | NOSCRIPT, "Stops listening to messages posted to shard channels.", sunsubscribe),
+    cmd!("spublish", 3, CHANNEL_PUBLISH | PUBSUB | LOADING | STALE | FAST, "Post a message to a shard channel", spublish),
     CommandSpec {
         name: "pubsub",
         arity: -2,
@@ -40,17 +45,51 @@ pub static COMMANDS: &[CommandSpec] = &[
 static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("channels", -2, PUBSUB | LOADING | STALE, "Returns the active channels.", pubsub_channels),
     cmd!("numsub", -2, PUBSUB | LOADING | STALE, "Returns a count of subscribers to channels.", pubsub_numsub),
+    cmd!("shardchannels", -2, PUBSUB | LOADING | STALE, "Returns the active shard channels.", pubsub_shardchannels),
+    cmd!("shardnumsub", -2, PUBSUB | LOADING | STALE, "Returns the count of subscribers of shard channels.", pubsub_shardnumsub),
     cmd!("numpat", 2, PUBSUB | LOADING | STALE, "Returns a count of unique pattern subscriptions.", pubsub_numpat),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", pubsub_help),
 ];
 
-fn count(client: &ClientState) -> usize {
-    client.channels.len() + client.patterns.len()
+/// Which namespace a (un)subscription is in.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Channel,
+    Pattern,
+    /// Shard channels (SSUBSCRIBE): counted apart, as Redis's confirmations count them.
+    Shard,
+}
+
+impl Kind {
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::Channel => ("subscribe", "unsubscribe"),
+            Kind::Pattern => ("psubscribe", "punsubscribe"),
+            Kind::Shard => ("ssubscribe", "sunsubscribe"),
+        }
+    }
+
+    fn set(self, client: &mut ClientState) -> &mut std::collections::HashSet<Bytes> {
+        match self {
+            Kind::Channel => &mut client.channels,
+            Kind::Pattern => &mut client.patterns,
+            Kind::Shard => &mut client.shard_channels,
+        }
+    }
+
+    /// The count a confirmation carries: channels and patterns together, shard channels on their own (Redis 7.0).
+    fn count(self, client: &ClientState) -> usize {
+        match self {
+            Kind::Shard => client.shard_channels.len(),
+            _ => client.channels.len() + client.patterns.len(),
+        }
+    }
 }
 
 fn update_counters(client: &ClientState) {
     client.info.subscriptions.store(client.channels.len(), Ordering::Relaxed);
     client.info.psubscriptions.store(client.patterns.len(), Ordering::Relaxed);
+    client.info.ssubscriptions.store(client.shard_channels.len(), Ordering::Relaxed);
 }
 
 /// Sends every confirmation but the last through `extra_replies` and returns the last.
@@ -60,82 +99,68 @@ fn replies(ctx: &mut Ctx, mut all: Vec<Value>) -> Value {
     last
 }
 
-/// The ACL channel rule (`&pattern`): every channel named must be allowed, or nothing happens (NOPERM, logged).
-fn channels_denied(ctx: &Ctx, names: &[Bytes], pattern: bool) -> Option<Value> {
-    let user = ctx.client.user.as_ref()?;
-    let perms = user.perms();
-    let bad = names.iter().find(|n| !perms.may_access_channel(n, pattern))?;
-    ctx.shared.acl.log_denial("channel", "toplevel", String::from_utf8_lossy(bad).into_owned(), &user.name, ctx.client.info.describe());
-    Some(Value::error(crate::errors::ERR_NOPERM_CHANNEL))
-}
-
-fn subscribe_generic(ctx: &mut Ctx, pattern: bool) -> Value {
+fn subscribe_generic(ctx: &mut Ctx, kind: Kind) -> Value {
+    // The ACL's channel rules were checked on the way in (dispatch.rs, from the table's channel flags).
     let args = ctx.args;
-    if let Some(denied) = channels_denied(ctx, &args[1..], pattern) {
-        return denied;
-    }
     let info = ctx.client.info.clone();
     let mut out = Vec::new();
     {
         let mut ps = ctx.shared.pubsub.lock();
         for name in &args[1..] {
-            if pattern {
-                ps.psubscribe(name.clone(), &info);
-                ctx.client.patterns.insert(name.clone());
-            } else {
-                ps.subscribe(name.clone(), &info);
-                ctx.client.channels.insert(name.clone());
-            }
-            out.push(PubSub::confirmation(if pattern { "psubscribe" } else { "subscribe" }, Some(name.clone()), count(ctx.client), ctx.client.proto));
+            match kind {
+                Kind::Channel => ps.subscribe(name.clone(), &info),
+                Kind::Pattern => ps.psubscribe(name.clone(), &info),
+                Kind::Shard => ps.ssubscribe(name.clone(), &info),
+            };
+            kind.set(ctx.client).insert(name.clone());
+            out.push(PubSub::confirmation(kind.names().0, Some(name.clone()), kind.count(ctx.client), ctx.client.proto));
         }
     }
     update_counters(ctx.client);
     replies(ctx, out)
 }
 
-fn unsubscribe_generic(ctx: &mut Ctx, pattern: bool) -> Value {
+fn unsubscribe_generic(ctx: &mut Ctx, kind: Kind) -> Value {
     let args = ctx.args;
-    let kind = if pattern { "punsubscribe" } else { "unsubscribe" };
-    let names: Vec<Bytes> = if args.len() > 1 {
-        args[1..].to_vec()
-    } else if pattern {
-        ctx.client.patterns.iter().cloned().collect()
-    } else {
-        ctx.client.channels.iter().cloned().collect()
-    };
+    let names: Vec<Bytes> = if args.len() > 1 { args[1..].to_vec() } else { kind.set(ctx.client).iter().cloned().collect() };
     let id = ctx.client.id();
     let mut out = Vec::new();
     {
         let mut ps = ctx.shared.pubsub.lock();
         for name in names {
-            if pattern {
-                ps.punsubscribe(&name, id);
-                ctx.client.patterns.remove(&name);
-            } else {
-                ps.unsubscribe(&name, id);
-                ctx.client.channels.remove(&name);
-            }
-            out.push(PubSub::confirmation(kind, Some(name), count(ctx.client), ctx.client.proto));
+            match kind {
+                Kind::Channel => ps.unsubscribe(&name, id),
+                Kind::Pattern => ps.punsubscribe(&name, id),
+                Kind::Shard => ps.sunsubscribe(&name, id),
+            };
+            kind.set(ctx.client).remove(&name);
+            out.push(PubSub::confirmation(kind.names().1, Some(name), kind.count(ctx.client), ctx.client.proto));
         }
     }
     if out.is_empty() {
-        out.push(PubSub::confirmation(kind, None, count(ctx.client), ctx.client.proto));
+        out.push(PubSub::confirmation(kind.names().1, None, kind.count(ctx.client), ctx.client.proto));
     }
     update_counters(ctx.client);
     replies(ctx, out)
 }
 
 fn subscribe(ctx: &mut Ctx) -> Value {
-    subscribe_generic(ctx, false)
+    subscribe_generic(ctx, Kind::Channel)
 }
 fn psubscribe(ctx: &mut Ctx) -> Value {
-    subscribe_generic(ctx, true)
+    subscribe_generic(ctx, Kind::Pattern)
+}
+fn ssubscribe(ctx: &mut Ctx) -> Value {
+    subscribe_generic(ctx, Kind::Shard)
 }
 fn unsubscribe(ctx: &mut Ctx) -> Value {
-    unsubscribe_generic(ctx, false)
+    unsubscribe_generic(ctx, Kind::Channel)
 }
 fn punsubscribe(ctx: &mut Ctx) -> Value {
-    unsubscribe_generic(ctx, true)
+    unsubscribe_generic(ctx, Kind::Pattern)
+}
+fn sunsubscribe(ctx: &mut Ctx) -> Value {
+    unsubscribe_generic(ctx, Kind::Shard)
 }
 
 /// Drops every subscription of a client (RESET, disconnect).
@@ -150,14 +175,14 @@ pub fn unsubscribe_all(shared: &Shared, client: &mut ClientState) {
     for p in client.patterns.drain() {
         ps.punsubscribe(&p, client.info.id);
     }
+    for c in client.shard_channels.drain() {
+        ps.sunsubscribe(&c, client.info.id);
+    }
     drop(ps);
     update_counters(client);
 }
 
 fn publish(ctx: &mut Ctx) -> Value {
-    if let Some(denied) = channels_denied(ctx, &ctx.args[1..2], false) {
-        return denied;
-    }
     let limit = ctx.shared.config.read().output_pubsub;
     let (delivered, dropped) = ctx.shared.pubsub.lock().publish(&ctx.args[1], &ctx.args[2], &limit);
     if dropped > 0 {
@@ -165,6 +190,36 @@ fn publish(ctx: &mut Ctx) -> Value {
         tracing::warn!("disconnected {dropped} subscriber(s) over client-output-buffer-limit pubsub");
     }
     Value::Integer(delivered)
+}
+
+/// SPUBLISH: to the shard channel's subscribers (SSUBSCRIBE) only.
+fn spublish(ctx: &mut Ctx) -> Value {
+    let limit = ctx.shared.config.read().output_pubsub;
+    let (delivered, dropped) = ctx.shared.pubsub.lock().spublish(&ctx.args[1], &ctx.args[2], &limit);
+    if dropped > 0 {
+        Stats::add(&ctx.shared.stats.pubsub_disconnects, dropped);
+        tracing::warn!("disconnected {dropped} subscriber(s) over client-output-buffer-limit pubsub");
+    }
+    Value::Integer(delivered)
+}
+
+fn pubsub_shardchannels(ctx: &mut Ctx) -> Value {
+    if ctx.args.len() > 3 {
+        return Value::error(ERR_PUBSUB_SHARDCHANNELS_ARITY);
+    }
+    let pattern = ctx.args.get(2).map(|p| p.as_ref());
+    let chans = ctx.shared.pubsub.lock().shard_channels(pattern);
+    Value::Array(chans.into_iter().map(Value::Bulk).collect())
+}
+
+fn pubsub_shardnumsub(ctx: &mut Ctx) -> Value {
+    let ps = ctx.shared.pubsub.lock();
+    let mut out = Vec::new();
+    for c in &ctx.args[2..] {
+        out.push(Value::Bulk(c.clone()));
+        out.push(Value::Integer(ps.shard_numsub(c) as i64));
+    }
+    Value::Array(out)
 }
 
 fn pubsub_channels(ctx: &mut Ctx) -> Value {
@@ -199,6 +254,10 @@ fn pubsub_help(_ctx: &mut Ctx) -> Value {
         "    Return number of subscriptions to patterns.",
         "NUMSUB [<channel> ...]",
         "    Return the number of subscribers for the specified channels, excluding pattern subscriptions.",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
         "HELP",
         "    Print this help.",
     ];

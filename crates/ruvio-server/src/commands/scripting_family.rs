@@ -27,12 +27,12 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("eval", -3, STALE | NOSCRIPT, "Executes a server-side Lua script.", eval),
-    cmd!("evalsha", -3, STALE | NOSCRIPT, "Executes a server-side Lua script by SHA1 digest.", evalsha),
-    cmd!("eval_ro", -3, STALE | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script.", eval_ro),
-    cmd!("evalsha_ro", -3, STALE | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
-    cmd!("fcall", -3, STALE | NOSCRIPT, "Invokes a function.", fcall),
-    cmd!("fcall_ro", -3, STALE | READONLY | NOSCRIPT, "Invokes a read-only function.", fcall_ro),
+    cmd!("eval", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Executes a server-side Lua script.", eval),
+    cmd!("evalsha", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Executes a server-side Lua script by SHA1 digest.", evalsha),
+    cmd!("eval_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script.", eval_ro),
+    cmd!("evalsha_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
+    cmd!("fcall", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Invokes a function.", fcall),
+    cmd!("fcall_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Invokes a read-only function.", fcall_ro),
     CommandSpec { name: "script", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for Lua scripts management commands.", handler: super::server_family::container_help, subcommands: SCRIPT_SUBCOMMANDS },
     CommandSpec { name: "function", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for function commands.", handler: super::server_family::container_help, subcommands: FUNCTION_SUBCOMMANDS },
 ];
@@ -184,6 +184,8 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
     let mut client = ClientState::new(ctx.client.info.clone(), true);
     client.db = ctx.client.db;
     client.proto = ctx.client.proto;
+    // The script's commands are checked against the caller's ACL user, as in Redis (dispatch.rs, context `lua`).
+    client.user = ctx.client.user.clone();
     // A durable connection's script reports its writes and grants (through the shared ClientInfo) for the wait.
     client.durability_replicas = ctx.client.durability_replicas;
     let (tx, mut rx) = tokio::sync::oneshot::channel();

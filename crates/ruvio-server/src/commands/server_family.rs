@@ -21,6 +21,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec { name: "config", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for server configuration commands.", handler: container_help, subcommands: CONFIG_SUBCOMMANDS },
     // With no subcommand COMMAND lists every command (see `resolve`); its subcommands check their own arity.
     CommandSpec { name: "command", arity: -1, flags: LOADING | STALE, keys: (0, 0, 0), group: "server", summary: "Returns detailed information about all commands.", handler: command_all, subcommands: COMMAND_SUBCOMMANDS },
+    // Redis: admin, noscript, loading, stale (so @admin @slow @dangerous in ACL terms).
+    cmd!("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, "Listens for all requests received by the server in real-time.", monitor),
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
     CommandSpec { name: "slowlog", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for slow log commands.", handler: container_help, subcommands: SLOWLOG_SUBCOMMANDS },
     CommandSpec { name: "latency", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for latency diagnostics commands.", handler: container_help, subcommands: LATENCY_SUBCOMMANDS },
@@ -121,6 +123,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
     }
     ctx.shared.journal.set_backlog_limit(next.repl_backlog_size as usize);
     ctx.shared.metrics.slow.configure(&next);
+    ctx.shared.acl.set_log_max(next.acllog_max_len);
     ctx.shared.replication.set_min_replicas(next.min_replicas_to_write, next.min_replicas_max_lag);
     let notify = next.notify_keyspace_events;
     let (old_pass, old_coord) = { let c = ctx.shared.config.read(); (c.requirepass.clone(), c.coordinator_pass.clone()) };
@@ -363,6 +366,16 @@ fn latency_help(_ctx: &mut Ctx) -> Value {
         "HELP",
         "    Prints this help.",
     ])
+}
+
+/// MONITOR: from now on this client is shown every command run (monitor.rs); its lines arrive through its outbox.
+fn monitor(ctx: &mut Ctx) -> Value {
+    if ctx.in_exec {
+        // Redis's text: a transaction expects one reply per command, which a monitor stream is not.
+        return Value::error(ERR_MONITOR_DENY_BLOCKING);
+    }
+    ctx.shared.monitors.add(&ctx.client.info);
+    Value::ok()
 }
 
 fn time(_ctx: &mut Ctx) -> Value {

@@ -11,7 +11,7 @@ use ruvio_protocol::Value;
 use super::flags::*;
 use super::CommandSpec;
 use crate::client::{ClientState, Watched};
-use super::context::Ctx;
+use super::context::{Caller, Ctx};
 use crate::keyspace::{CompactBytes, WatchFlag};
 use crate::shared::Shared;
 use crate::store::Store;
@@ -90,12 +90,21 @@ fn exec(ctx: &mut Ctx) -> Value {
     }
     let mut replies = Vec::with_capacity(queue.len());
     let log_start = ctx.store().log.len();
+    // The user's ACL rules may have changed since the commands were queued: each is checked again as it runs
+    // (Redis 7.0), and refused with its own error in the reply array while the others run.
+    let user = if ctx.caller == Caller::Client { ctx.client.user.clone() } else { None };
     for args in &queue {
         let reply = match super::resolve(args) {
-            Ok(resolved) => {
-                let mut sub = ctx.nested(args, resolved.spec);
-                super::call(&mut sub)
-            }
+            Ok(resolved) => match user.as_ref().and_then(|u| u.perms().check(&resolved, args).err().map(|d| (u, d))) {
+                Some((u, denial)) => {
+                    ctx.shared.acl.deny(&denial, "multi", &u.name, ctx.client.info.describe());
+                    denial.exec_reply()
+                }
+                None => {
+                    let mut sub = ctx.nested(args, resolved.spec);
+                    super::call(&mut sub)
+                }
+            },
             Err(e) => e,
         };
         replies.push(reply);

@@ -70,6 +70,15 @@ impl Data {
     pub fn is_lock(&self) -> bool {
         matches!(self, Data::Lease(_) | Data::Semaphore(_))
     }
+
+    /// A lock's kind and its holders' tokens; `None` for other values.
+    pub fn lock_holders(&self) -> Option<(&'static str, Vec<i64>)> {
+        match self {
+            Data::Lease(l) => Some(("lease", vec![l.token])),
+            Data::Semaphore(s) => Some(("semaphore", s.holders.iter().map(|h| h.token).collect())),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -93,6 +102,8 @@ impl Entry {
 pub struct ExpiredKey {
     pub key: CompactBytes,
     pub was_lock: bool,
+    /// For a lock: its kind and the tokens that held it (the /locks page's recent losses).
+    pub lock_holders: Option<(&'static str, Vec<i64>)>,
 }
 
 /// A WATCH registration: set when the watched key is modified.
@@ -319,7 +330,7 @@ impl Db {
         self.len -= 1;
         self.locks.sub(&entry.data);
         self.touch(&k);
-        self.events.push(ExpiredKey { key: k, was_lock: entry.data.is_lock() });
+        self.events.push(ExpiredKey { key: k, was_lock: entry.data.is_lock(), lock_holders: entry.data.lock_holders() });
         true
     }
 
@@ -602,7 +613,7 @@ impl Db {
                     if let Some(saved) = saved.as_mut() {
                         saved.entry(k.clone()).or_insert_with(|| Some(e.clone()));
                     }
-                    gone.push(ExpiredKey { key: k.clone(), was_lock: e.data.is_lock() });
+                    gone.push(ExpiredKey { key: k.clone(), was_lock: e.data.is_lock(), lock_holders: e.data.lock_holders() });
                     locks.sub(&e.data);
                     false
                 } else {

@@ -84,6 +84,7 @@ fn prune_semaphore(store: &mut Store, db: usize, key: &[u8], now: u64) {
     store.dbs[db].update_semaphore(key, now, |sem| sem.holders.retain(|h| h.deadline > now));
     for token in expired {
         store.locks.stats.expirations += 1;
+        store.locks.note_event(db, key, "semaphore", token, crate::locks::EventKind::Expired);
         report(store, db, || records::lockdrop(key, token));
     }
     store.locks.pending.push((db, CompactBytes::new(key)));
@@ -188,6 +189,8 @@ fn undo_grant(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) {
 fn log_grant(store: &mut Store, db: usize, key: &[u8], want: Want, token: i64, deadline: u64) {
     store.locks.stats.grants += 1;
     store.locks.stats.by_kind[want.kind_index()].grants += 1;
+    let kind = if want == Want::Lease { "lease" } else { "semaphore" };
+    store.locks.note_event(db, key, kind, token, crate::locks::EventKind::Granted);
     report(store, db, || records::lockset(key, want, token, deadline));
 }
 
@@ -250,6 +253,10 @@ fn holds(store: &Store, db: usize, key: &[u8], token: i64) -> bool {
 /// amortised O(1) per grant, with no hook in every path that ends a holder.
 pub fn note_grant(store: &mut Store, db: usize, key: &[u8], token: i64, who: Grantee) {
     let grant = Grant { db, key: CompactBytes::new(key), who, wall_ms: crate::clock::wall_ms() };
+    // The grant event was noted before its client was known (log_grant): name it now.
+    if let Some(ev) = store.locks.recent.iter_mut().rev().find(|e| e.token == token && e.what == crate::locks::EventKind::Granted) {
+        ev.who = Some(grant.who.clone());
+    }
     store.locks.grants.insert(token, grant);
     if store.locks.grants.len() >= store.locks.grants_prune_at {
         let mut grants = std::mem::take(&mut store.locks.grants);
@@ -429,6 +436,7 @@ pub fn release(store: &mut Store, db: usize, key: &[u8], token: i64, now: u64) -
     disarm_unused(store, db, key, deadline);
     store.locks.stats.releases += 1;
     store.locks.stats.by_kind[if is_lease { 0 } else { 1 }].releases += 1;
+    store.locks.note_event(db, key, if is_lease { "lease" } else { "semaphore" }, token, crate::locks::EventKind::Released);
     report(store, db, || records::lockdrop(key, token));
     serve_key(store, db, key, now);
     Ok(true)
@@ -490,9 +498,16 @@ pub struct LockInfo {
 
 pub fn info(store: &mut Store, db: usize, key: &[u8], now: u64) -> Result<Option<LockInfo>, LockError> {
     settle_key(store, db, key, now);
+    peek_info(store, db, key, now)
+}
+
+/// [`info`] without settling the key first (nothing is logged): holders whose time is up are left out. For readers
+/// outside a command (the /locks page), which must not stage records no command will commit.
+pub fn peek_info(store: &Store, db: usize, key: &[u8], now: u64) -> Result<Option<LockInfo>, LockError> {
     let waiters = store.locks.live_waiters(db, key);
     Ok(match store.dbs[db].peek(key) {
         None => None,
+        Some(Entry { expire_at, .. }) if *expire_at != 0 && *expire_at <= now => None,
         Some(Entry { data: Data::Lease(l), expire_at }) => Some(LockInfo {
             kind: "lease",
             limit: 1,
@@ -508,6 +523,14 @@ pub fn info(store: &mut Store, db: usize, key: &[u8], now: u64) -> Result<Option
         }),
         Some(_) => return Err(LockError::WrongType),
     })
+}
+
+/// When `token` was granted (Unix ms) and to whom, as LOCKS and the /locks page show it. Without a grant of this
+/// node (a replica, or granted before a restart) the time is the token's own clock field, which is the grant's
+/// wall-clock ms (or slightly ahead under load), and the client is unknown.
+pub fn holder_grant<'s>(store: &'s Store, db: usize, key: &[u8], token: i64) -> (i64, Option<&'s crate::locks::Grantee>) {
+    let grant = store.locks.grants.get(&token).filter(|g| g.db == db && &*g.key == key);
+    (grant.map_or_else(|| crate::locks::tokens::issued_wall_ms(token), |g| g.wall_ms), grant.map(|g| &g.who))
 }
 
 /// INFO `# Locks`.

@@ -58,6 +58,44 @@ pub struct Grant {
     pub wall_ms: i64,
 }
 
+/// What happened to a holder, for the /locks page's recent events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    Granted,
+    Released,
+    Expired,
+    /// DEL or UNLINK removed the lock from under its holder.
+    Deleted,
+}
+
+impl EventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Granted => "granted",
+            EventKind::Released => "released",
+            EventKind::Expired => "expired",
+            EventKind::Deleted => "deleted",
+        }
+    }
+}
+
+/// One grant or loss, kept in [`LockState::recent`].
+#[derive(Debug, Clone)]
+pub struct LockEvent {
+    /// Unix ms.
+    pub wall_ms: i64,
+    pub db: usize,
+    pub key: bytes::Bytes,
+    pub kind: &'static str,
+    pub token: i64,
+    pub what: EventKind,
+    /// Whom this node granted the token to, when it did.
+    pub who: Option<Grantee>,
+}
+
+/// How many recent grants and losses the /locks page can show: a fixed ring, so lock traffic cannot grow it.
+pub const RECENT_EVENTS: usize = 64;
+
 /// Counters for INFO's `locks` section.
 #[derive(Debug, Default, Clone)]
 pub struct LockStats {
@@ -134,6 +172,9 @@ pub struct LockState {
     /// once the map doubles (`engine::note_grant`), so it stays within twice the live holders (or 1024).
     pub grants: HashMap<i64, Grant>,
     pub grants_prune_at: usize,
+    /// The last [`RECENT_EVENTS`] grants and losses (release, expiry, DEL) this node made, newest last (the /locks page).
+    /// Not logged nor replicated: a replica shows only what it applied itself.
+    pub recent: VecDeque<LockEvent>,
 }
 
 /// One change the lock engine made: its record, database and instant (Unix ms).
@@ -158,11 +199,21 @@ impl Default for LockState {
             changes: Vec::new(),
             grants: HashMap::new(),
             grants_prune_at: 1024,
+            recent: VecDeque::with_capacity(RECENT_EVENTS),
         }
     }
 }
 
 impl LockState {
+    /// Remembers a grant or a loss for the /locks page (a bounded ring); a loss names whom the token was granted to.
+    pub fn note_event(&mut self, db: usize, key: &[u8], kind: &'static str, token: i64, what: EventKind) {
+        if self.recent.len() == RECENT_EVENTS {
+            self.recent.pop_front();
+        }
+        let who = self.grants.get(&token).filter(|g| g.db == db && &*g.key == key).map(|g| g.who.clone());
+        self.recent.push_back(LockEvent { wall_ms: crate::clock::wall_ms(), db, key: bytes::Bytes::copy_from_slice(key), kind, token, what, who });
+    }
+
     /// A lock key went away (expired, deleted, flushed): its waiters are served once the write that removed it is
     /// in the log (see `engine::after_command`).
     pub fn key_gone(&mut self, db: usize, key: &[u8]) {

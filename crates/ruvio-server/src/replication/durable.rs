@@ -39,6 +39,15 @@ pub fn wait(shared: &Arc<Shared>, lsn: u64, replicas: usize, grants: Vec<Grant>,
             shared.metrics.not_durable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
         let no_lease = !met && shared.journal.durability.met(need);
+        if no_lease {
+            // Once per episode (until the lease is valid again), not once per refused write.
+            if let Some(why) = shared.replication.lease.note_refusal() {
+                tracing::warn!(
+                    "durable writes refused (NOTDURABLE): the coordinators' write lease on this primary has expired: {why}; \
+                     not logged again until the lease is valid again"
+                );
+            }
+        }
         let answer = if met {
             reply
         } else if grants.is_empty() {

@@ -38,6 +38,9 @@ struct Inner {
     /// How many coordinators there are (as the last lease said).
     coordinators: usize,
     leases: Vec<Lease>,
+    /// A durable write was refused for want of the lease and that was logged: further refusals are not, until the
+    /// lease is valid again (one log line per episode, not one per write).
+    refusing: bool,
 }
 
 /// One coordinator's lease.
@@ -77,10 +80,41 @@ impl WriteLease {
         self.inner.lock().valid(Instant::now())
     }
 
+    /// A durable write was refused because the lease is not valid: why, in words, the first time in an episode;
+    /// `None` while the episode goes on (it ends when the lease is valid again, or is no longer required).
+    pub fn note_refusal(&self) -> Option<String> {
+        let mut inner = self.inner.lock();
+        if std::mem::replace(&mut inner.refusing, true) {
+            return None;
+        }
+        let now = Instant::now();
+        let needed = inner.coordinators / 2 + 1;
+        let ended: Vec<String> = inner
+            .leases
+            .iter()
+            .filter(|l| l.until <= now)
+            .map(|l| format!("coordinator {}'s ended {:.1} s ago", l.coordinator, (now - l.until).as_secs_f64()))
+            .collect();
+        Some(if inner.leases.is_empty() {
+            "no coordinator has leased this primary since it started (a primary once leased waits for its              coordinators; REPLICATION LEASE OFF takes over by hand)"
+                .to_string()
+        } else {
+            format!(
+                "{} of {} coordinator(s) lease this primary, {needed} needed{}{}",
+                inner.holders(now),
+                inner.coordinators,
+                if ended.is_empty() { "" } else { "; " },
+                ended.join(", ")
+            )
+        })
+    }
+
     /// Coordinator `id` of `coordinators` leases this node for `ms`, naming durability set `durable`. Returns
-    /// true when this made the lease required (the caller persists that).
-    pub fn grant(&self, id: u64, coordinators: usize, ms: u64, durable: Option<Vec<String>>) -> bool {
+    /// true when this made the lease required (the caller persists that), and true when it ended an episode of
+    /// refused durable writes (the lease is valid again).
+    pub fn grant(&self, id: u64, coordinators: usize, ms: u64, durable: Option<Vec<String>>) -> (bool, bool) {
         let until = Instant::now() + Duration::from_millis(ms);
+        let mut recovered = false;
         let newly_required = {
             let mut inner = self.inner.lock();
             inner.coordinators = coordinators;
@@ -89,16 +123,27 @@ impl WriteLease {
                 None => inner.leases.push(Lease { coordinator: id, until, durable }),
             }
             inner.leases.retain(|l| l.coordinator <= coordinators as u64);
-            !std::mem::replace(&mut inner.required, true)
+            let newly = !std::mem::replace(&mut inner.required, true);
+            if inner.refusing && inner.valid(Instant::now()) {
+                inner.refusing = false;
+                recovered = true;
+            }
+            newly
         };
         self.renewed.notify_waiters();
-        newly_required
+        (newly_required, recovered)
     }
 
     /// Requires a lease (from the state file) or stops requiring one (an operator took over). Returns whether it
     /// changed.
     pub fn set_required(&self, required: bool) -> bool {
-        let changed = std::mem::replace(&mut self.inner.lock().required, required) != required;
+        let changed = {
+            let mut inner = self.inner.lock();
+            if !required {
+                inner.refusing = false;
+            }
+            std::mem::replace(&mut inner.required, required) != required
+        };
         if changed {
             self.renewed.notify_waiters();
         }

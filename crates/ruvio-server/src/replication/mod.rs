@@ -265,9 +265,13 @@ impl Replication {
     /// first lease makes the lease required, on disk before this returns). Then re-counts which replicas' fsyncs
     /// count for durable writes.
     pub fn grant_lease(&self, id: u64, coordinators: usize, ms: u64, durable: Option<Vec<String>>, durability: &Durability) {
-        if self.lease.grant(id, coordinators, ms, durable) {
+        let (newly_required, recovered) = self.lease.grant(id, coordinators, ms, durable);
+        if newly_required {
             self.save();
             tracing::info!("write lease received from coordinator {id} of {coordinators}: durable writes now need a majority of the coordinators");
+        }
+        if recovered {
+            tracing::info!("write lease valid again (coordinator {id} of {coordinators} renewed it): durable writes are answered again");
         }
         self.recount_durable(durability);
     }

@@ -97,6 +97,11 @@ impl Cluster {
     /// A primary, `replicas` replicas, three coordinators with `durability-replicas n`; returns once every
     /// coordinator counts every replica in the durability set.
     pub fn start(name: &str, replicas: usize, n: usize) -> Cluster {
+        Self::start_with(name, replicas, n, 1000)
+    }
+
+    /// [`Cluster::start`] with the coordinators' `down-after-milliseconds`.
+    pub fn start_with(name: &str, replicas: usize, n: usize, down_after_ms: u64) -> Cluster {
         let dir = temp_dir(name);
         let p0 = free_port();
         let mut nodes = vec![(p0, Some(node(&dir, p0, None)))];
@@ -114,7 +119,7 @@ impl Cluster {
             std::fs::write(
                 &conf,
                 format!(
-                    "port {cp}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {p0} 2\nsentinel down-after-milliseconds mymaster 1000\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster {n}\n{}",
+                    "port {cp}\nbind 127.0.0.1\ndir {}\ncoordinator-peers {}\nsentinel monitor mymaster 127.0.0.1 {p0} 2\nsentinel down-after-milliseconds mymaster {down_after_ms}\nsentinel failover-timeout mymaster 10000\nsentinel durability-replicas mymaster {n}\n{}",
                     d.display(),
                     peers.join(" "),
                     super::coordinator_auth_conf("mymaster", true)
@@ -124,7 +129,8 @@ impl Cluster {
             let log = d.join("log");
             let child = Command::new(env!("CARGO_BIN_EXE_ruvio"))
                 .args(["coordinator", "--config", conf.to_str().unwrap()])
-                .env("RUST_LOG", "info,openraft=warn")
+                // The coordinator's default log filter, as an operator gets it (coordinator_logs.rs checks it).
+                .env_remove("RUST_LOG")
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(&log).unwrap())
                 .spawn()
