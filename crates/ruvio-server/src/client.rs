@@ -223,6 +223,16 @@ pub struct Handover {
     pub port: u16,
 }
 
+/// CLIENT REPLY's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReplyMode {
+    #[default]
+    On,
+    Off,
+    /// SKIP was sent: the next command's reply is left out, then replies resume.
+    SkipNext,
+}
+
 pub struct ClientState {
     pub info: Arc<ClientInfo>,
     pub db: usize,
@@ -236,6 +246,9 @@ pub struct ClientState {
     pub multi_error: bool,
     pub watch_flag: Arc<WatchFlag>,
     pub watched: Vec<Watched>,
+    /// WATCHes dropped while a script held the store lock (UNWATCH, DISCARD, RESET, an EXEC refused with BUSY):
+    /// their flags stay registered on the keys until the connection next holds the lock (nothing reads them).
+    pub stale_watches: Vec<(Vec<Watched>, Arc<WatchFlag>)>,
     pub channels: HashSet<Bytes>,
     pub patterns: HashSet<Bytes>,
     /// Shard channels (SSUBSCRIBE): a namespace of their own, as in Redis.
@@ -251,6 +264,15 @@ pub struct ClientState {
     /// On a durable connection, the lock a blocked LEASE/SEMAPHORE ... WAIT waits for (database, key): the grant it
     /// receives is one to undo if it is not acknowledged in time.
     pub lock_wait: Option<(usize, Bytes)>,
+    /// CLIENT REPLY ON|OFF|SKIP.
+    pub reply_mode: ReplyMode,
+    /// While an EXEC that runs scripts has this connection's state on a script thread, the connection keeps a
+    /// stand-in ([`ClientState::stand_in`]) and gets the real state back here when the EXEC is over.
+    pub away: Option<tokio::sync::oneshot::Receiver<ClientState>>,
+    /// This state is on a script thread running an EXEC: the EXEC runs here, it is not handed off again.
+    pub on_script_thread: bool,
+    /// The current command's reply is not sent (CLIENT REPLY OFF/SKIP themselves).
+    pub reply_skip_current: bool,
     /// Set by PSYNC: the connection becomes a replication link once this command's batch is done.
     pub handover: Option<Handover>,
 }
@@ -267,6 +289,7 @@ impl ClientState {
             multi_error: false,
             watch_flag: Arc::new(WatchFlag::default()),
             watched: Vec::new(),
+            stale_watches: Vec::new(),
             channels: HashSet::new(),
             patterns: HashSet::new(),
             shard_channels: HashSet::new(),
@@ -275,6 +298,10 @@ impl ClientState {
             extra_replies: Vec::new(),
             durability_replicas: 0,
             lock_wait: None,
+            reply_mode: ReplyMode::On,
+            reply_skip_current: false,
+            away: None,
+            on_script_thread: false,
             handover: None,
         }
     }
@@ -303,6 +330,33 @@ impl ClientState {
 
     pub fn id(&self) -> u64 {
         self.info.id
+    }
+
+    /// What the connection keeps while this state is away on a script thread (an EXEC that runs scripts): enough
+    /// to read the socket and be killed while it waits; `back` brings the real state back.
+    pub fn stand_in(&self, back: tokio::sync::oneshot::Receiver<ClientState>) -> ClientState {
+        let mut s = ClientState::new(self.info.clone(), self.authenticated);
+        s.db = self.db;
+        s.proto = self.proto;
+        s.user = self.user.clone();
+        s.durability_replicas = self.durability_replicas;
+        s.away = Some(back);
+        s
+    }
+
+    /// Whether the reply of the command that just ran goes out (CLIENT REPLY); called once per command.
+    pub fn take_reply_permission(&mut self) -> bool {
+        if std::mem::take(&mut self.reply_skip_current) {
+            return false;
+        }
+        match self.reply_mode {
+            ReplyMode::On => true,
+            ReplyMode::Off => false,
+            ReplyMode::SkipNext => {
+                self.reply_mode = ReplyMode::On;
+                false
+            }
+        }
     }
 
     /// On a durable connection: this command granted `token` on `key` (database `db`).

@@ -77,6 +77,9 @@ impl Connection {
         if let Err(e) = self.serve().await {
             tracing::debug!(client = self.state.id(), "connection ended: {e}");
         }
+        // A client that left while its EXEC ran scripts: its state (subscriptions, WATCHes) comes back to be
+        // cleaned up.
+        self.take_back_state().await;
         if let Some(req) = self.state.handover.take() {
             // PSYNC: this connection is a replica's link from now on.
             self.cleanup();
@@ -201,7 +204,11 @@ impl Connection {
             let (step, block) = self.run_some(&mut batch);
             if let Some(block) = block {
                 self.flush().await?;
-                let reply = match self.wait_for(block).await {
+                let reply = self.wait_for(block).await;
+                // An EXEC that ran scripts took the connection's state to its thread: take it back before anything
+                // reads it (the durable wait below, the next command, the clean-up when the client left).
+                self.take_back_state().await;
+                let reply = match reply {
                     Some(reply) => reply,
                     None => return Ok(Step::Close),
                 };
@@ -225,7 +232,12 @@ impl Connection {
                 // Whoever granted the wait logged the grant; it must be as durable as any other reply.
                 let lsn = self.shared.commit_log(&mut self.shared.store.lock());
                 self.need_durable(self.shared.aof.durability_target(&self.shared, lsn, true));
-                self.push_reply(&reply);
+                if self.state.take_reply_permission() {
+                    for extra in std::mem::take(&mut self.state.extra_replies) {
+                        self.push_reply(&extra);
+                    }
+                    self.push_reply(&reply);
+                }
             }
             if let Step::Close = step {
                 return Ok(Step::Close);
@@ -286,12 +298,16 @@ impl Connection {
             if let Some(wait) = self.durable_wait(shared, guard, &args, reply.as_ref()) {
                 return (Step::Continue, Some(wait));
             }
+            let send = self.state.take_reply_permission();
             for extra in std::mem::take(&mut self.state.extra_replies) {
-                self.push_reply(&extra);
+                if send {
+                    self.push_reply(&extra);
+                }
             }
             match reply {
                 Some(_) if self.state.close_without_reply => return (Step::Close, None),
-                Some(v) => self.push_reply(&v),
+                Some(v) if send => self.push_reply(&v),
+                Some(_) => {}
                 None => {
                     // Like Redis, an attack closes the connection without answering anything of this batch.
                     self.outbuf.clear();
@@ -348,10 +364,41 @@ impl Connection {
         }
         // While a script runs, wait for it without parking on the store lock, and answer -BUSY once it is long.
         if let Some(busy) = crate::scripting::host::busy_gate(shared, args, guard.is_some()) {
-            return (Some(busy), None);
+            return (Some(self.refused_busy(args, busy)), None);
         }
         let (reply, block) = crate::dispatch::execute(crate::dispatch::Caller::Client, now, shared, &mut self.state, args, guard);
         (Some(reply), block)
+    }
+
+    /// Waits for the state an EXEC took to its script thread (`ClientState::away`); it is sent before the EXEC's
+    /// reply, and the thread always finishes (a kill, SHUTDOWN NOSAVE or SIGTERM stops its script).
+    async fn take_back_state(&mut self) {
+        if let Some(back) = self.state.away.take() {
+            if let Ok(state) = back.await {
+                self.state = state;
+            }
+        }
+    }
+
+    /// A command refused with `-BUSY` inside MULTI makes the transaction fail, as any command refused before it
+    /// runs does (Redis's `rejectCommand`); EXEC itself ends the transaction with `EXECABORT Transaction discarded
+    /// because of: BUSY ...`. Neither waits for the store lock the script holds.
+    fn refused_busy(&mut self, args: &[Bytes], busy: Value) -> Value {
+        if self.state.multi.is_none() {
+            return busy;
+        }
+        if !commands::eq_ic(&args[0], "exec") {
+            self.state.multi_error = true;
+            return busy;
+        }
+        self.state.multi = None;
+        self.state.multi_error = false;
+        self.state.info.in_multi.store(false, Ordering::Relaxed);
+        commands::transaction_family::forget_watches(&mut self.state);
+        match busy {
+            Value::Error(text) => Value::error(format!("EXECABORT Transaction discarded because of: {}", String::from_utf8_lossy(&text))),
+            other => other,
+        }
     }
 
     /// Waits for a blocked command's outcome without holding any lock. `None`: the client left (or was killed)
@@ -423,6 +470,9 @@ impl Connection {
     }
 
     fn push_reply(&mut self, v: &Value) {
+        if let Value::Error(text) = v {
+            self.shared.stats.count_error(text);
+        }
         encode(v, self.state.proto, &mut self.outbuf);
     }
 

@@ -240,6 +240,17 @@ pub const ERR_FUNCTION_BAD_LIBRARY_NAME: &str = "ERR Library names can only cont
 pub const ERR_FUNCTION_NONE_REGISTERED: &str = "ERR No functions registered";
 pub const ERR_FUNCTION_NO_LIBRARY: &str = "ERR Library not found";
 pub const ERR_FUNCTION_BAD_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
+pub const ERR_SCRIPT_OOM: &str = "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
+pub const ERR_SCRIPT_WRITE_ON_REPLICA: &str = "READONLY Can not run script with write flag on readonly replica";
+pub const ERR_FUNCTION_BAD_METADATA: &str = "ERR Invalid library metadata";
+pub const ERR_FUNCTION_NAME_TWICE: &str = "ERR Invalid metadata value, name argument was given multiple times";
+pub const ERR_FCALL_NUMKEYS: &str = "ERR Bad number of keys provided";
+pub const ERR_FUNCTION_FLUSH_MODE: &str = "ERR FUNCTION FLUSH only supports SYNC|ASYNC option";
+pub const ERR_FUNCTION_LIST_NO_NAME: &str = "ERR library name argument was not given";
+/// Redis's reply to a FUNCTION subcommand given more arguments than it takes (`restore`, `flush`).
+pub fn function_sub_arity(sub: &str) -> Value {
+    Value::error(format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try FUNCTION HELP."))
+}
 pub const ERR_FUNCTION_RESTORE_POLICY: &str = "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.";
 
 /// A script's own error texts (Redis 7's wording), built with what they quote.

@@ -27,7 +27,13 @@ pub struct Stats {
     /// Resident set size in bytes, sampled by the active expiry task (`hz` times a second) rather than read from
     /// /proc on every write; what `maxmemory` is compared with (and INFO's used_memory). Not reset by RESETSTAT.
     pub used_memory: AtomicU64,
+    /// Error replies sent, by error code (the first word: `ERR`, `WRONGTYPE`, a script's own `MY_CODE`), for INFO
+    /// `errorstats`; at most [`ERROR_CODES_TRACKED`] codes, as Redis bounds them.
+    pub error_replies: Mutex<HashMap<String, u64>>,
 }
+
+/// Redis's `ERROR_STATS_NUMBER`: distinct error codes INFO errorstats keeps (a script can make up any code).
+pub const ERROR_CODES_TRACKED: usize = 128;
 
 impl Stats {
     /// Whether commands flagged `denyoom` must be refused: `maxmemory` is set and used memory is above it.
@@ -37,7 +43,20 @@ impl Stats {
     pub fn add(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
     }
+    /// Counts one error reply with the code its text starts with.
+    pub fn count_error(&self, text: &[u8]) {
+        let code = text.split(|&b| b == b' ').next().unwrap_or(b"ERR");
+        let code = String::from_utf8_lossy(if code.is_empty() { b"ERR" } else { code });
+        let mut errors = self.error_replies.lock();
+        if let Some(n) = errors.get_mut(code.as_ref()) {
+            *n += 1;
+        } else if errors.len() < ERROR_CODES_TRACKED {
+            errors.insert(code.into_owned(), 1);
+        }
+    }
+
     pub fn reset(&self) {
+        self.error_replies.lock().clear();
         for c in [
             &self.connections_received,
             &self.commands_processed,

@@ -19,11 +19,11 @@ macro_rules! cmd {
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("ping", -1, FAST | SUBSCRIBED_OK | STALE, "Returns the server's liveliness response.", ping),
     cmd!("echo", 2, FAST, "Returns the given string.", echo),
-    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, "Handshakes with the Redis server.", hello),
-    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE | NOSCRIPT, "Authenticates the connection.", auth),
+    cmd!("hello", -1, NOAUTH | FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, "Handshakes with the Redis server.", hello),
+    cmd!("auth", -2, NOAUTH | FAST | LOADING | STALE | NOSCRIPT | ALLOW_BUSY, "Authenticates the connection.", auth),
     cmd!("select", 2, FAST | LOADING | STALE, "Changes the selected database.", select),
-    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Closes the connection.", quit),
-    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT, "Resets the connection.", reset),
+    cmd!("quit", -1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, "Closes the connection.", quit),
+    cmd!("reset", 1, NOAUTH | FAST | LOADING | STALE | SUBSCRIBED_OK | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, "Resets the connection.", reset),
     CommandSpec {
         name: "client",
         arity: -2,
@@ -46,6 +46,7 @@ static CLIENT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("kill", -3, ADMIN | LOADING | STALE, "Terminates open connections.", client_kill),
     cmd!("unblock", -3, ADMIN | LOADING | STALE, "Unblocks a client blocked by a blocking command from a different connection.", client_unblock),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", client_help),
+    cmd!("reply", 3, LOADING | STALE, "Instructs the server whether to reply to commands.", client_reply),
     cmd!("no-evict", 3, ADMIN | LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio does not evict.", client_on_off),
     cmd!("no-touch", 3, LOADING | STALE, "Accepted for compatibility (ON|OFF); Ruvio keeps no access times.", client_on_off),
     cmd!("durability", -2, FAST | LOADING | STALE, "Reads or sets how many replicas must fsync each write of this connection before it is answered (REPLICAS n).", client_durability),
@@ -197,6 +198,7 @@ fn reset(ctx: &mut Ctx) -> Value {
     // the next user's writes wait for replicas (or fail with NOTDURABLE).
     ctx.client.durability_replicas = 0;
     ctx.shared.monitors.remove(&ctx.client.info);
+    ctx.client.reply_mode = crate::client::ReplyMode::On;
     Value::simple("RESET")
 }
 
@@ -443,6 +445,8 @@ fn client_help(_ctx: &mut Ctx) -> Value {
         "    Set client library name or version.",
         "INFO",
         "    Return information about the current client connection.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
         "LIST [TYPE <normal|master|replica|pubsub>] [ID <id> [<id> ...]]",
         "    Return information about client connections.",
         "KILL <ip:port>",
@@ -475,6 +479,28 @@ fn client_on_off(ctx: &mut Ctx) -> Value {
     } else {
         Value::error(ERR_SYNTAX)
     }
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: the connection leaves out replies (all from OFF until ON, or the next command's after
+/// SKIP). OFF and SKIP are not answered themselves; ON answers OK. Pub/sub messages still go out, as in Redis.
+fn client_reply(ctx: &mut Ctx) -> Value {
+    use crate::client::ReplyMode;
+    let mode = &ctx.args[2];
+    ctx.client.reply_mode = if eq_ic(mode, "on") {
+        ReplyMode::On
+    } else if eq_ic(mode, "off") {
+        ReplyMode::Off
+    } else if eq_ic(mode, "skip") {
+        // SKIP while OFF changes nothing (Redis).
+        if ctx.client.reply_mode == ReplyMode::Off { ReplyMode::Off } else { ReplyMode::SkipNext }
+    } else {
+        return Value::error(ERR_SYNTAX);
+    };
+    if ctx.client.reply_mode != ReplyMode::On {
+        // This command's own reply is left out too.
+        ctx.client.reply_skip_current = true;
+    }
+    Value::ok()
 }
 
 fn client_ok(_ctx: &mut Ctx) -> Value {

@@ -20,6 +20,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("cpu", cpu),
     ("locks", locks),
     ("ruvio", ruvio),
+    ("errorstats", errorstats),
     ("keyspace", keyspace),
 ];
 
@@ -102,6 +103,15 @@ fn persistence(ctx: &mut Ctx, out: &mut String) {
     let loading = ctx.shared.loading.load(Ordering::Relaxed);
     let figures = crate::persistence::InfoFigures { dirty, tokens, loading };
     crate::persistence::info_section(&ctx.shared.aof, &ctx.shared.journal, figures, out);
+}
+
+/// `errorstat_<CODE>:count=<n>` per error code replied since start or CONFIG RESETSTAT (Redis's section).
+fn errorstats(ctx: &mut Ctx, out: &mut String) {
+    let mut codes: Vec<(String, u64)> = ctx.shared.stats.error_replies.lock().iter().map(|(k, v)| (k.clone(), *v)).collect();
+    codes.sort();
+    for (code, n) in codes {
+        let _ = write!(out, "errorstat_{code}:count={n}\r\n");
+    }
 }
 
 fn stats(ctx: &mut Ctx, out: &mut String) {

@@ -83,6 +83,18 @@ pub mod flags {
     /// Shown to MONITOR before it runs rather than after (Redis's EVAL and FCALL feed the monitors themselves
     /// first, with `skip_monitor` in their table entry), so the commands its script runs follow it.
     pub const MONITOR_FIRST: u32 = 1 << 20;
+    /// May run while a script is busy (past `busy-reply-threshold`), when everything else gets `-BUSY` (Redis's
+    /// `allow_busy`): the kill and stats commands, SHUTDOWN (NOSAVE), and what keeps a connection's state sane
+    /// (MULTI, DISCARD, UNWATCH, AUTH, HELLO, QUIT, RESET), so a pipelined transaction is never half-queued. Such a
+    /// command must not wait for the store lock (the script holds it): WATCH, which registers on keys, is left
+    /// out, and UNWATCH's release of watched keys is deferred while a script runs (transaction_family.rs).
+    pub const ALLOW_BUSY: u32 = 1 << 21;
+    /// Argument 2 counts the keys that follow it (EVAL, EVALSHA, FCALL and their `_RO` forms: Redis's `keynum`
+    /// key spec, shown by COMMAND as `movablekeys`); COMMAND GETKEYS reads it.
+    pub const NUMKEYS_AT_2: u32 = 1 << 22;
+    /// Runs a Lua script (EVAL, EVALSHA, FCALL and their `_RO` forms): an EXEC that queued one runs on a script
+    /// thread, as the script alone would (transaction_family.rs). Not shown by COMMAND.
+    pub const RUNS_SCRIPT: u32 = 1 << 23;
 
     pub const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
@@ -97,6 +109,8 @@ pub mod flags {
         (STALE, "stale"),
         (NO_MULTI, "no_multi"),
         (NOSCRIPT, "noscript"),
+        (ALLOW_BUSY, "allow_busy"),
+        (NUMKEYS_AT_2, "movablekeys"),
     ];
 }
 
@@ -362,7 +376,9 @@ pub fn call(ctx: &mut Ctx) -> Value {
     };
     // A durable connection's wait depends on whether the command logged anything (EXEC and scripts included): its
     // staged records are counted before and after. Nothing commits the log while one command runs.
-    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay).then(|| ctx.store().log.len());
+    // (Not for the commands that run during a busy script: they log nothing and must not wait for its lock.)
+    let durable_log_before = (ctx.client.durability_replicas > 0 && ctx.caller != context::Caller::Replay && !ctx.spec.has(flags::ALLOW_BUSY))
+        .then(|| ctx.store().log.len());
     let monitor = ctx.caller != context::Caller::Replay && ctx.shared.monitors.active() && !ctx.spec.has(flags::ADMIN);
     if monitor && ctx.spec.has(flags::MONITOR_FIRST) {
         feed_monitors(ctx);

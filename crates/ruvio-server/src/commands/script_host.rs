@@ -115,6 +115,10 @@ fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, 
         if read_only {
             return Some(Value::error(ERR_SCRIPT_WRITE_IN_RO));
         }
+        if !shared.replication.enough_good_replicas() {
+            // min-replicas-to-write, as for a client's write (Redis checks it for every write a script calls).
+            return Some(Value::error(ERR_NOREPLICAS));
+        }
         if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
             // A durable connection's script: the same rule as its single writes, before anything is written (a
             // script that already wrote keeps it, as any script that fails half-way does).

@@ -27,12 +27,12 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("eval", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Executes a server-side Lua script.", eval),
-    cmd!("evalsha", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Executes a server-side Lua script by SHA1 digest.", evalsha),
-    cmd!("eval_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script.", eval_ro),
-    cmd!("evalsha_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
-    cmd!("fcall", -3, STALE | MONITOR_FIRST | NOSCRIPT, "Invokes a function.", fcall),
-    cmd!("fcall_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT, "Invokes a read-only function.", fcall_ro),
+    cmd!("eval", -3, STALE | MONITOR_FIRST | NOSCRIPT | NUMKEYS_AT_2 | RUNS_SCRIPT, "Executes a server-side Lua script.", eval),
+    cmd!("evalsha", -3, STALE | MONITOR_FIRST | NOSCRIPT | NUMKEYS_AT_2 | RUNS_SCRIPT, "Executes a server-side Lua script by SHA1 digest.", evalsha),
+    cmd!("eval_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT | NUMKEYS_AT_2 | RUNS_SCRIPT, "Executes a read-only server-side Lua script.", eval_ro),
+    cmd!("evalsha_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT | NUMKEYS_AT_2 | RUNS_SCRIPT, "Executes a read-only server-side Lua script by SHA1 digest.", evalsha_ro),
+    cmd!("fcall", -3, STALE | MONITOR_FIRST | NOSCRIPT | NUMKEYS_AT_2 | RUNS_SCRIPT, "Invokes a function.", fcall),
+    cmd!("fcall_ro", -3, STALE | MONITOR_FIRST | READONLY | NOSCRIPT | NUMKEYS_AT_2 | RUNS_SCRIPT, "Invokes a read-only function.", fcall_ro),
     CommandSpec { name: "script", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for Lua scripts management commands.", handler: super::server_family::container_help, subcommands: SCRIPT_SUBCOMMANDS },
     CommandSpec { name: "function", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "scripting", summary: "A container for function commands.", handler: super::server_family::container_help, subcommands: FUNCTION_SUBCOMMANDS },
 ];
@@ -41,7 +41,7 @@ static SCRIPT_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("load", 3, STALE, "Loads a server-side Lua script to the script cache.", script_load),
     cmd!("exists", -3, STALE, "Determines whether server-side Lua scripts exist in the script cache.", script_exists),
     cmd!("flush", -2, WRITE | STALE, "Removes all server-side Lua scripts from the script cache.", script_flush),
-    cmd!("kill", 2, STALE, "Terminates a server-side Lua script during execution.", script_kill),
+    cmd!("kill", 2, STALE | ALLOW_BUSY, "Terminates a server-side Lua script during execution.", script_kill),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", script_help),
 ];
 
@@ -52,8 +52,8 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
     cmd!("list", -2, STALE, "Returns information about all libraries.", function_list),
     cmd!("dump", 2, STALE, "Dumps all libraries into a serialized binary payload.", function_dump),
     cmd!("restore", -3, WRITE | STALE | DENYOOM, "Restores all libraries from a payload.", function_restore),
-    cmd!("stats", 2, STALE, "Returns information about a function during execution.", function_stats),
-    cmd!("kill", 2, STALE, "Terminates a function during execution.", function_kill),
+    cmd!("stats", 2, STALE | ALLOW_BUSY, "Returns information about a function during execution.", function_stats),
+    cmd!("kill", 2, STALE | ALLOW_BUSY, "Terminates a function during execution.", function_kill),
     cmd!("help", 2, LOADING | STALE, "Returns helpful text about the different subcommands.", function_help),
 ];
 
@@ -63,7 +63,8 @@ static FUNCTION_SUBCOMMANDS: &[CommandSpec] = &[
 #[derive(Clone)]
 enum Job {
     Script(String),
-    Function(String),
+    /// A function's name, and the FCALL that called it (for FUNCTION STATS).
+    Function(String, Vec<Bytes>),
 }
 
 fn eval(ctx: &mut Ctx) -> Value {
@@ -88,6 +89,11 @@ fn fcall_ro(ctx: &mut Ctx) -> Value {
 /// `<name-or-body> numkeys key... arg...` -> (keys, args).
 fn split_keys(args: &[Bytes]) -> Result<(Vec<Bytes>, Vec<Bytes>), Value> {
     let n = super::int_arg(&args[2])?;
+    split_keys_at(args, n)
+}
+
+/// [`split_keys`] with the count already read.
+fn split_keys_at(args: &[Bytes], n: i64) -> Result<(Vec<Bytes>, Vec<Bytes>), Value> {
     if n < 0 {
         return Err(Value::error(ERR_NUMKEYS_NEGATIVE));
     }
@@ -124,33 +130,66 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro_cmd: bool) -> Value {
         let script = &engine.scripts[&sha];
         (sha, script.flags.clone())
     };
-    if ro_cmd && flags.declared && !flags.no_writes {
-        return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
+    if let Some(refused) = refuse_by_flags(ctx.shared, &flags, ro_cmd) {
+        return refused;
     }
     let read_only = ro_cmd || flags.no_writes;
     start(ctx, Job::Script(sha), keys, argv, read_only)
 }
 
 fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
-    let (keys, argv) = match split_keys(ctx.args) {
+    // FCALL words a count that is not a number its own way (EVAL answers "value is not an integer ...").
+    let Some(n) = super::parse_i64(&ctx.args[2]) else { return Value::error(ERR_FCALL_NUMKEYS) };
+    let (keys, argv) = match split_keys_at(ctx.args, n) {
         Ok(v) => v,
         Err(e) => return e,
     };
     let name = String::from_utf8_lossy(&ctx.args[1]).into_owned();
     let shared = ctx.shared;
     ctx.store();
-    let flags = {
+    let (flags, name) = {
         let engine = shared.scripts.engine();
-        match engine.functions.functions.get(&name) {
-            Some(f) => f.flags.clone(),
+        match engine.functions.function(&name) {
+            // The name as registered (FCALL's is matched in any case), for FUNCTION STATS.
+            Some(f) => {
+                let registered = engine.functions.libraries.get(&f.library).and_then(|l| l.functions.iter().find(|n| n.eq_ignore_ascii_case(&name)));
+                (f.flags.clone(), registered.cloned().unwrap_or(name))
+            }
             None => return Value::error(ERR_FUNCTION_NOT_FOUND),
         }
     };
-    if ro_cmd && !flags.no_writes {
-        return Value::error(ERR_SCRIPT_WRITE_FLAG_RO);
+    if let Some(refused) = refuse_by_flags(ctx.shared, &flags, ro_cmd) {
+        return refused;
     }
     let read_only = ro_cmd || flags.no_writes;
-    start(ctx, Job::Function(name), keys, argv, read_only)
+    let command = ctx.args.to_vec();
+    start(ctx, Job::Function(name, command), keys, argv, read_only)
+}
+
+/// What a script that declares its flags (a function, or an EVAL body with a `#!lua` shebang) is refused before it
+/// runs, as Redis 7 does from the flags alone (a script without a shebang is checked command by command instead):
+/// over `maxmemory` without `allow-oom`; and unless it is `no-writes`, on a replica, from a `*_RO` command, or with
+/// fewer good replicas than `min-replicas-to-write`.
+fn refuse_by_flags(shared: &Shared, flags: &scripting::functions::Flags, ro_cmd: bool) -> Option<Value> {
+    if !flags.declared {
+        return None;
+    }
+    if !flags.names.iter().any(|f| f == "allow-oom") && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
+        return Some(Value::error(ERR_SCRIPT_OOM));
+    }
+    if flags.no_writes {
+        return None;
+    }
+    if shared.replication.is_replica() {
+        return Some(Value::error(ERR_SCRIPT_WRITE_ON_REPLICA));
+    }
+    if ro_cmd {
+        return Some(Value::error(ERR_SCRIPT_WRITE_FLAG_RO));
+    }
+    if !shared.replication.enough_good_replicas() {
+        return Some(Value::error(ERR_NOREPLICAS));
+    }
+    None
 }
 
 /// How long the I/O thread waits for a script it handed off before it lets the client wait as a blocked command.
@@ -240,7 +279,11 @@ fn run_job<'g>(
     let run = &shared.scripts.run;
     run.kill.store(KILL_NONE, Ordering::SeqCst);
     run.wrote.store(false, Ordering::Release);
-    run.is_function.store(matches!(job, Job::Function(_)), Ordering::Release);
+    run.is_function.store(matches!(job, Job::Function(..)), Ordering::Release);
+    *run.current.lock() = match job {
+        Job::Function(name, command) => Some((name.clone(), command.clone())),
+        Job::Script(_) => None,
+    };
     run.started.store(crate::clock::mono_ms(), Ordering::Release);
     run.running.store(true, Ordering::SeqCst);
     // A shutdown requested before `running` was set did not see this script: it stops at its first check.
@@ -252,7 +295,7 @@ fn run_job<'g>(
         let mut engine = shared.scripts.engine();
         let target = match job {
             Job::Script(sha) => Target::Script(sha),
-            Job::Function(name) => Target::Function(name),
+            Job::Function(name, _) => Target::Function(name),
         };
         let mut host = ServerHost { shared, client: &mut *client, guard: &mut *guard, now, read_only, execute };
         let reply = engine.run(target, keys, argv, &mut host);
@@ -314,6 +357,16 @@ fn flush_mode(args: &[Bytes]) -> Result<(), Value> {
     }
 }
 
+/// FUNCTION FLUSH's `[ASYNC|SYNC]`, with Redis's texts (they differ from SCRIPT FLUSH's).
+fn function_flush_mode(args: &[Bytes]) -> Result<(), Value> {
+    match args.len() {
+        2 => Ok(()),
+        3 if eq_ic(&args[2], "async") || eq_ic(&args[2], "sync") => Ok(()),
+        3 => Err(Value::error(ERR_FUNCTION_FLUSH_MODE)),
+        _ => Err(function_sub_arity("flush")),
+    }
+}
+
 fn script_flush(ctx: &mut Ctx) -> Value {
     if let Err(e) = flush_mode(ctx.args) {
         return e;
@@ -353,12 +406,16 @@ fn script_help(_ctx: &mut Ctx) -> Value {
 // ----- FUNCTION -----
 
 fn function_load(ctx: &mut Ctx) -> Value {
-    let (replace, code) = match ctx.args.len() {
-        3 => (false, ctx.args[2].clone()),
-        4 if eq_ic(&ctx.args[2], "replace") => (true, ctx.args[3].clone()),
-        4 => return script_error(ScriptError::UnknownOption, &String::from_utf8_lossy(&ctx.args[2])),
-        _ => return super::wrong_arity("function|load"),
-    };
+    // `FUNCTION LOAD [REPLACE] code`: every argument before the code is an option (Redis's parsing).
+    let (options, code) = ctx.args[2..].split_at(ctx.args.len() - 3);
+    let code = code[0].clone();
+    let mut replace = false;
+    for o in options {
+        if !eq_ic(o, "replace") {
+            return script_error(ScriptError::UnknownOption, &String::from_utf8_lossy(o));
+        }
+        replace = true;
+    }
     let shared = ctx.shared;
     ctx.store();
     let r = {
@@ -390,7 +447,7 @@ fn function_delete(ctx: &mut Ctx) -> Value {
 }
 
 fn function_flush(ctx: &mut Ctx) -> Value {
-    if let Err(e) = flush_mode(ctx.args) {
+    if let Err(e) = function_flush_mode(ctx.args) {
         return e;
     }
     let shared = ctx.shared;
@@ -409,10 +466,13 @@ fn function_list(ctx: &mut Ctx) -> Value {
     let mut i = 2;
     let args = ctx.args;
     while i < args.len() {
-        if eq_ic(&args[i], "withcode") {
+        if eq_ic(&args[i], "withcode") && !with_code {
             with_code = true;
             i += 1;
-        } else if eq_ic(&args[i], "libraryname") && i + 1 < args.len() && pattern.is_none() {
+        } else if eq_ic(&args[i], "libraryname") && pattern.is_none() {
+            if i + 1 >= args.len() {
+                return Value::error(ERR_FUNCTION_LIST_NO_NAME);
+            }
             pattern = Some(args[i + 1].clone());
             i += 2;
         } else {
@@ -432,7 +492,7 @@ fn function_list(ctx: &mut Ctx) -> Value {
         let functions = lib
             .functions
             .iter()
-            .filter_map(|f| engine.functions.functions.get(f).map(|rf| (f, rf)))
+            .filter_map(|f| engine.functions.function(f).map(|rf| (f, rf)))
             .map(|(f, rf)| {
                 Value::Map(vec![
                     (Value::bulk_str("name"), Value::bulk_str(f)),
@@ -463,6 +523,9 @@ fn function_dump(ctx: &mut Ctx) -> Value {
 
 fn function_restore(ctx: &mut Ctx) -> Value {
     use scripting::functions::RestorePolicy as Policy;
+    if ctx.args.len() > 4 {
+        return function_sub_arity("restore");
+    }
     let policy = match ctx.args.get(3) {
         None => Policy::Append,
         Some(p) if eq_ic(p, "append") => Policy::Append,
@@ -470,9 +533,6 @@ fn function_restore(ctx: &mut Ctx) -> Value {
         Some(p) if eq_ic(p, "flush") => Policy::Flush,
         Some(_) => return Value::error(ERR_FUNCTION_RESTORE_POLICY),
     };
-    if ctx.args.len() > 4 {
-        return super::wrong_arity("function|restore");
-    }
     let libs = match scripting::functions::undump(&ctx.args[2]) {
         Ok(l) => l,
         Err(e) => return e,
@@ -494,15 +554,17 @@ fn function_restore(ctx: &mut Ctx) -> Value {
 
 fn function_stats(ctx: &mut Ctx) -> Value {
     let s = &ctx.shared.scripts;
-    let running = if s.run.running.load(Ordering::Acquire) && s.run.is_function.load(Ordering::Acquire) {
-        let ms = crate::clock::mono_ms().saturating_sub(s.run.started.load(Ordering::Acquire));
-        Value::Map(vec![
-            (Value::bulk_str("name"), Value::bulk_str("?")),
-            (Value::bulk_str("command"), Value::Array(vec![Value::bulk_str("fcall")])),
-            (Value::bulk_str("duration_ms"), Value::Integer(ms as i64)),
-        ])
-    } else {
-        Value::Nil
+    let current = s.run.current.lock().clone();
+    let running = match current {
+        Some((name, command)) if s.run.running.load(Ordering::Acquire) && s.run.is_function.load(Ordering::Acquire) => {
+            let ms = crate::clock::mono_ms().saturating_sub(s.run.started.load(Ordering::Acquire));
+            Value::Map(vec![
+                (Value::bulk_str("name"), Value::bulk_str(&name)),
+                (Value::bulk_str("command"), Value::Array(command.into_iter().map(Value::Bulk).collect())),
+                (Value::bulk_str("duration_ms"), Value::Integer(ms as i64)),
+            ])
+        }
+        _ => Value::Nil,
     };
     let engines = Value::Map(vec![(
         Value::bulk_str("LUA"),

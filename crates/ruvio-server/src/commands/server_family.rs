@@ -26,8 +26,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("time", 1, FAST | LOADING | STALE, "Returns the server time.", time),
     CommandSpec { name: "slowlog", arity: -2, flags: 0, keys: (0, 0, 0), group: "server", summary: "A container for slow log commands.", handler: container_help, subcommands: SLOWLOG_SUBCOMMANDS },
     CommandSpec { name: "latency", arity: -2, flags: NOSCRIPT, keys: (0, 0, 0), group: "server", summary: "A container for latency diagnostics commands.", handler: container_help, subcommands: LATENCY_SUBCOMMANDS },
-    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI | NOSCRIPT, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
-    cmd!("cluster", -2, 0, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
+    cmd!("shutdown", -1, ADMIN | NOAUTH | LOADING | STALE | NO_MULTI | NOSCRIPT | ALLOW_BUSY, "Synchronously saves the database(s) to disk and shuts down the Redis server.", shutdown),
+    cmd!("cluster", -2, NOSCRIPT, "A container for Redis Cluster commands (cluster support is disabled).", cluster_disabled),
     cmd!("readonly", 1, FAST | LOADING | STALE, "Enables read-only queries for a connection to a Redis Cluster replica node (cluster support is disabled).", cluster_disabled),
     cmd!("readwrite", 1, FAST | LOADING | STALE, "Enables read-write queries for a connection to a Reids Cluster replica node (cluster support is disabled).", cluster_disabled),
 ];
@@ -397,6 +397,15 @@ fn shutdown(ctx: &mut Ctx) -> Value {
     if !ctx.client.authenticated {
         return Value::error(ERR_NOAUTH);
     }
+    // During a busy script (SHUTDOWN may run then: `allow_busy`) only NOSAVE ends the server, as in Redis; the
+    // script is stopped where it is and what it wrote dropped from the write log (it never completed).
+    let run = &ctx.shared.scripts.run;
+    if !ctx.in_exec && run.busy(ctx.shared.config.read().busy_reply_threshold) {
+        if !ctx.args[1..].iter().any(|a| eq_ic(a, "nosave")) {
+            return crate::scripting::host::busy_error(ctx.shared);
+        }
+        run.kill.store(crate::scripting::KILL_SHUTDOWN, std::sync::atomic::Ordering::Release);
+    }
     tracing::info!("SHUTDOWN requested by client {}", ctx.client.id());
     ctx.shared.request_shutdown();
     // Redis closes the connection without a reply on success.
@@ -530,6 +539,15 @@ fn command_getkeys(ctx: &mut Ctx) -> Value {
         Some(_) => return Value::error(ERR_GETKEYS_ARITY),
         None => spec,
     };
+    if spec.has(NUMKEYS_AT_2) {
+        // `<script|function> numkeys key... arg...`: the count decides; a count that is not one, or more keys than
+        // given, names no keys (an empty list, as Redis answers, not an error).
+        let keys = match super::parse_i64(&inner[2]) {
+            Some(n) if n >= 0 && n as u64 <= (inner.len() - 3) as u64 => &inner[3..3 + n as usize],
+            _ => &[],
+        };
+        return Value::Array(keys.iter().map(|k| Value::Bulk(k.clone())).collect());
+    }
     let idx = spec.key_indexes(inner.len());
     if idx.is_empty() {
         return Value::error(ERR_GETKEYS_NO_KEYS);

@@ -24,11 +24,11 @@ macro_rules! cmd {
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Starts a transaction.", multi),
+    cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "Starts a transaction.", multi),
     cmd!("exec", 1, LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Executes all commands in a transaction.", exec),
-    cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Discards a transaction.", discard),
+    cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "Discards a transaction.", discard),
     cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
-    cmd!("unwatch", 1, FAST | LOADING | STALE | NOSCRIPT, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
+    cmd!("unwatch", 1, FAST | LOADING | STALE | NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
 ];
 
 fn multi(ctx: &mut Ctx) -> Value {
@@ -58,6 +58,11 @@ fn discard(ctx: &mut Ctx) -> Value {
 }
 
 fn exec(ctx: &mut Ctx) -> Value {
+    let Some(queue) = ctx.client.multi.as_ref() else { return Value::error(ERR_EXEC_WITHOUT_MULTI) };
+    let runs_script = queue.iter().any(|args| super::resolve(args).is_ok_and(|r| r.spec.has(RUNS_SCRIPT)));
+    if runs_script && !ctx.client.on_script_thread && ctx.caller == Caller::Client && tokio::runtime::Handle::try_current().is_ok() {
+        return exec_on_script_thread(ctx);
+    }
     let Some(queue) = ctx.client.multi.take() else { return Value::error(ERR_EXEC_WITHOUT_MULTI) };
     let failed = ctx.client.multi_error;
     discard_state(ctx);
@@ -115,6 +120,50 @@ fn exec(ctx: &mut Ctx) -> Value {
     Value::Array(replies)
 }
 
+/// An EXEC whose queue runs a script runs where a script alone would: on a blocking-pool thread, so that its
+/// client's I/O thread goes on serving its other connections (which wait for the store lock without parking on
+/// it, get `-BUSY` past `busy-reply-threshold`, and can send SCRIPT KILL, FUNCTION KILL or SHUTDOWN NOSAVE). Run
+/// inline on the I/O thread, a looping script there left every client of that thread without any reply.
+///
+/// The connection's state travels with it (the queue, WATCHes, SELECT and CLIENT changes the queue makes) and comes
+/// back through [`ClientState::away`]; meanwhile the connection waits as for a blocked command, with a stand-in.
+/// On the thread the EXEC goes through `commands::call` as it would have here (watch check under the lock, the
+/// queue, the MULTI ... EXEC wrapping of its records, waking blocked clients), so nothing but the thread differs.
+fn exec_on_script_thread(ctx: &mut Ctx) -> Value {
+    ctx.unlock();
+    let (back_tx, back_rx) = tokio::sync::oneshot::channel();
+    let stand_in = ctx.client.stand_in(back_rx);
+    let mut state = std::mem::replace(&mut *ctx.client, stand_in);
+    let (shared, spec, execute) = (ctx.shared.clone(), ctx.spec, ctx.execute);
+    let args: Vec<bytes::Bytes> = ctx.args.to_vec();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        state.on_script_thread = true;
+        let mut guard = None;
+        let now = {
+            shared.store_in(&mut guard);
+            crate::clock::mono_ms()
+        };
+        let reply = {
+            let mut exec_ctx = Ctx::new(now, &shared, &mut state, &args, spec, &mut guard, false, Caller::Client, execute);
+            super::call(&mut exec_ctx)
+        };
+        drop(guard);
+        state.on_script_thread = false;
+        // The state first: the connection takes it back as soon as the reply arrives.
+        let _ = back_tx.send(state);
+        let _ = tx.send(reply);
+    });
+    ctx.block = Some(crate::blocking::Block {
+        rx,
+        timeout: None,
+        cancel: Box::new(|_| {}),
+        abandon: None,
+        timeout_reply: Value::error(ERR_SCRIPT_ABORTED),
+    });
+    Value::Nil
+}
+
 fn watch(ctx: &mut Ctx) -> Value {
     if ctx.client.multi.is_some() {
         return Value::error(ERR_WATCH_IN_MULTI);
@@ -136,28 +185,54 @@ fn unwatch(ctx: &mut Ctx) -> Value {
     Value::ok()
 }
 
-/// Drops every WATCH of `client` and gives it a fresh flag.
+/// Drops every WATCH of `client` (and those it dropped while a script ran) and gives it a fresh flag.
 pub fn unwatch_in(store: &mut Store, client: &mut ClientState) {
+    drop_stale_watches(store, client);
     for w in std::mem::take(&mut client.watched) {
         store.dbs[w.db].unwatch(&w.key, &client.watch_flag);
     }
     client.watch_flag = Arc::new(WatchFlag::default());
 }
 
-/// [`unwatch_in`] from inside a command, with the store lock the command holds (or takes).
-pub fn unwatch_ctx(ctx: &mut Ctx) {
-    let mut client_watched = std::mem::take(&mut ctx.client.watched);
-    let flag = ctx.client.watch_flag.clone();
-    let store = ctx.store();
-    for w in client_watched.drain(..) {
-        store.dbs[w.db].unwatch(&w.key, &flag);
+/// Unregisters the WATCHes [`forget_watches`] set aside.
+fn drop_stale_watches(store: &mut Store, client: &mut ClientState) {
+    for (watched, flag) in std::mem::take(&mut client.stale_watches) {
+        for w in watched {
+            store.dbs[w.db].unwatch(&w.key, &flag);
+        }
     }
-    ctx.client.watch_flag = Arc::new(WatchFlag::default());
+}
+
+/// Drops the client's WATCHes without the store lock: they stop counting at once (a fresh flag); their
+/// registrations on the keys are removed the next time the connection holds the lock. For a connection that
+/// must not wait for the lock while a script holds it.
+pub fn forget_watches(client: &mut ClientState) {
+    let flag = std::mem::replace(&mut client.watch_flag, Arc::new(WatchFlag::default()));
+    let watched = std::mem::take(&mut client.watched);
+    if !watched.is_empty() {
+        client.stale_watches.push((watched, flag));
+    }
+}
+
+/// [`unwatch_in`] from inside a command, with the store lock the command holds (or takes). While a script is
+/// running and the lock is not held already (UNWATCH, DISCARD, RESET may run during a busy script), the lock is
+/// not waited for: [`forget_watches`].
+pub fn unwatch_ctx(ctx: &mut Ctx) {
+    if ctx.client.watched.is_empty() && ctx.client.stale_watches.is_empty() {
+        ctx.client.watch_flag = Arc::new(WatchFlag::default());
+        return;
+    }
+    if !ctx.is_locked() && ctx.shared.scripts.run.running.load(Ordering::Acquire) {
+        forget_watches(ctx.client);
+        return;
+    }
+    let (shared, client, guard) = ctx.parts();
+    unwatch_in(shared.store_in(guard), client);
 }
 
 /// [`unwatch_in`] from outside any command (the connection closing).
 pub fn unwatch_all(shared: &Shared, client: &mut ClientState) {
-    if client.watched.is_empty() {
+    if client.watched.is_empty() && client.stale_watches.is_empty() {
         return;
     }
     unwatch_in(&mut shared.store.lock(), client);

@@ -52,7 +52,11 @@ redis.status_reply = function(s)
   if type(s) ~= 'string' then error({err = "ERR wrong number or type of arguments"}, 0) end
   return {ok = s}
 end
-redis.sha1hex = B.sha1hex
+local sha1hex = B.sha1hex
+redis.sha1hex = function(...)
+  if select('#', ...) ~= 1 then error({err = "ERR wrong number of arguments"}, 0) end
+  return sha1hex(...)
+end
 redis.log = B.log
 redis.LOG_DEBUG, redis.LOG_VERBOSE, redis.LOG_NOTICE, redis.LOG_WARNING = 0, 1, 2, 3
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
@@ -64,7 +68,9 @@ redis.breakpoint = function() return false end
 redis.debug = function() end
 redis.acl_check_cmd = function() return true end
 redis.setresp = redis.setresp
-redis.register_function = function(...)
+-- register_function is not in the `redis` table scripts and functions see (calling it there is `attempt to call
+-- field 'register_function' (a nil value)`, as in Redis); it is in the load-time one below.
+local register_function = function(...)
   if not B.register then error({err = "ERR redis.register_function can only be called on FUNCTION LOAD command"}, 0) end
   return B.register(...)
 end
@@ -84,6 +90,15 @@ base.collectgarbage = function(opt, ...)
   if opt == 'stop' then B.gc_stopped = true end
   return collectgarbage(opt, ...)
 end
+-- setmetatable on the globals or a library table is refused with the readonly text (Redis's), not Lua's own
+-- "cannot change a protected metatable".
+base.setmetatable = function(t, mt)
+  if rawequal(t, G) or protected[t] then error("Attempt to modify a readonly table", 2) end
+  return setmetatable(t, mt)
+end
+-- Text only, as load() (third_party/lua-src refuses binary chunks): a precompiled chunk gives nil and a message,
+-- as in Redis 7.0.
+base.loadstring = G.loadstring
 base.rawset = function(t, k, v)
   if rawequal(t, G) or protected[t] then error("Attempt to modify a readonly table", 2) end
   return rawset(t, k, v)
@@ -102,15 +117,48 @@ setmetatable(base, {
   __index = function(_, k)
     if k == 'KEYS' then return B.KEYS end
     if k == 'ARGV' then return B.ARGV end
-    if k == 'loadstring' then return nil end
     error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
   end,
   __newindex = function() error("Attempt to modify a readonly table", 2) end,
   __metatable = false,
 })
 for k in pairs(G) do G[k] = nil end
-setmetatable(G, {__index = base, __newindex = function() error("Attempt to modify a readonly table", 2) end, __metatable = false})
+-- getmetatable(_G) gives a read-only view of the globals' metatable (Redis's: a script that tries to change it
+-- gets the readonly error).
+local gmt = {__index = base, __newindex = function() error("Attempt to modify a readonly table", 2) end}
+gmt.__metatable = readonly(gmt)
+setmetatable(G, gmt)
+
+-- What a library's top-level code sees while FUNCTION LOAD runs it (Redis 7.0's load-time globals): only `redis`
+-- with register_function, log and the version fields; anything else (math, redis.call, getmetatable, ...) is a
+-- nonexistent global variable. The globals' __index is switched to it for the load and back afterwards, so the
+-- functions the library registers see the full environment when they run.
+local function strict(t)
+  local proxy = {}
+  setmetatable(proxy, {
+    __index = function(_, k)
+      local v = t[k]
+      if v == nil then error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2) end
+      return v
+    end,
+    __newindex = function() error("Attempt to modify a readonly table", 2) end,
+    __metatable = false,
+  })
+  protected[proxy] = true
+  return proxy
+end
+local load_redis = {register_function = register_function, log = redis.log,
+  LOG_DEBUG = redis.LOG_DEBUG, LOG_VERBOSE = redis.LOG_VERBOSE, LOG_NOTICE = redis.LOG_NOTICE,
+  LOG_WARNING = redis.LOG_WARNING, REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM}
+local load_globals = strict({redis = strict(load_redis)})
+-- Switched from Rust with raw sets (no Lua code runs, so a kill or the load timeout pending in the hook cannot stop
+-- the switch back).
+B.globals_mt, B.load_globals, B.run_globals = gmt, load_globals, base
 "#;
+
+/// Redis's `LUA_GC_CYCLE_PERIOD`: every this many script runs the collector takes [`GC_STEPS`] basic steps.
+const GC_STEP_EVERY: u32 = 50;
+const GC_STEPS: u32 = 25;
 
 pub struct Script {
     /// The compiled chunk, in the Lua registry: a `Function` held in Rust would take a slot of mlua's reference
@@ -139,6 +187,9 @@ pub struct Engine {
     /// The hook fires at every instruction (set once a kill was seen, so pcall cannot swallow it); relaxed after
     /// the script.
     hook_tight: Arc<AtomicBool>,
+    /// Runs since the collector last took a step of its own (Redis: every 50 scripts, a step of 50 KB's worth), so
+    /// a stream of small scripts does not let garbage pile up to the incremental collector's next cycle.
+    runs_since_gc_step: std::sync::atomic::AtomicU32,
     pub scripts: HashMap<String, Script>,
     pub scripts_bytes: usize,
     /// EVAL-only scripts by last use (tick -> sha), oldest first.
@@ -208,6 +259,7 @@ impl Engine {
             handler,
             run_state: run,
             hook_tight,
+            runs_since_gc_step: std::sync::atomic::AtomicU32::new(0),
             scripts: HashMap::new(),
             scripts_bytes: 0,
             eval_lru: BTreeMap::new(),
@@ -228,6 +280,16 @@ impl Engine {
         if self.bridge.raw_get::<bool>("gc_stopped").unwrap_or(false) {
             let _ = self.bridge.raw_set("gc_stopped", false);
             self.lua.gc_restart();
+        }
+        if self.runs_since_gc_step.fetch_add(1, Ordering::Relaxed) + 1 >= GC_STEP_EVERY {
+            self.runs_since_gc_step.store(0, Ordering::Relaxed);
+            // A bounded amount of collector work (basic steps, each about 2 KB's worth), never a full cycle: with
+            // thousands of cached scripts the heap is large.
+            for _ in 0..GC_STEPS {
+                if self.lua.gc_step().unwrap_or(true) {
+                    break;
+                }
+            }
         }
     }
 
@@ -352,7 +414,7 @@ impl Engine {
                 Some(s) => (self.lua.registry_value::<Function>(&s.func), sha.to_string(), false),
                 None => return Value::error(ERR_NOSCRIPT),
             },
-            Target::Function(name) => match self.functions.functions.get(name) {
+            Target::Function(name) => match self.functions.function(name) {
                 Some(f) => (self.lua.registry_value::<Function>(&f.func), name.to_string(), true),
                 None => return Value::error(ERR_FUNCTION_NOT_FOUND),
             },

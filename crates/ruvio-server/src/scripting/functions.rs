@@ -104,14 +104,16 @@ fn parse_library_header(code: &Bytes) -> Result<(String, Bytes), Value> {
     }
     let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
     let line = String::from_utf8_lossy(&code[2..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or("");
+    // The engine is everything up to the first space (`#! name=x` names the engine ''), as Redis reads it.
+    let (engine, rest) = line.split_once(' ').unwrap_or((&line, ""));
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(script_error(ScriptError::EngineNotFound, engine));
     }
     let mut name = None;
-    for p in parts {
+    let parts = split_args(rest).ok_or_else(|| Value::error(ERR_FUNCTION_BAD_METADATA))?;
+    for p in parts.iter().map(String::as_str) {
         match p.strip_prefix("name=") {
+            Some(_) if name.is_some() => return Err(Value::error(ERR_FUNCTION_NAME_TWICE)),
             Some(n) => name = Some(n.to_string()),
             None => return Err(script_error(ScriptError::InvalidMetadata, p)),
         }
@@ -123,7 +125,56 @@ fn parse_library_header(code: &Bytes) -> Result<(String, Bytes), Value> {
     Ok((name, Bytes::copy_from_slice(&code[end..])))
 }
 
+/// The words of a shebang line as Redis's `sdssplitargs` reads them: separated by blanks, with `"..."` (backslash
+/// escapes) and `'...'` quoting anywhere in a word (`name="foo"` is `name=foo`); a closing quote must end the word.
+/// `None` for unbalanced quotes.
+fn split_args(line: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            chars.next();
+        }
+        if chars.peek().is_none() {
+            return Some(out);
+        }
+        let mut word = String::new();
+        while let Some(&c) = chars.peek() {
+            if c.is_ascii_whitespace() {
+                break;
+            }
+            chars.next();
+            if c == '"' || c == '\'' {
+                loop {
+                    match chars.next()? {
+                        q if q == c => break,
+                        '\\' if c == '"' => match chars.next()? {
+                            'n' => word.push('\n'),
+                            'r' => word.push('\r'),
+                            't' => word.push('\t'),
+                            other => word.push(other),
+                        },
+                        other => word.push(other),
+                    }
+                }
+                if chars.peek().is_some_and(|n| !n.is_ascii_whitespace()) {
+                    return None;
+                }
+            } else {
+                word.push(c);
+            }
+        }
+        out.push(word);
+    }
+}
+
 impl Registry {
+    /// A function by name, in any case (Redis's function names are case-insensitive; `functions` is keyed by the
+    /// lower-case name, FUNCTION LIST shows the name as registered).
+    pub fn function(&self, name: &str) -> Option<&RegisteredFunction> {
+        self.functions.get(&name.to_ascii_lowercase())
+    }
+
     /// FUNCTION LOAD: compiles and runs the library's code, collecting what it registers. Returns the library name.
     pub fn load_library(&mut self, lua: &mlua::Lua, bridge: &Table, code: &Bytes, replace: bool) -> Result<String, Value> {
         let (name, body) = parse_library_header(code)?;
@@ -144,7 +195,7 @@ impl Registry {
                 let r = register(lua, &args, &lib_name);
                 match r {
                     Ok(f) => {
-                        if !names.insert(f.0.clone()) {
+                        if !names.insert(f.0.to_ascii_lowercase()) {
                             return Err(mlua::Error::RuntimeError("Function already exists in the library".into()));
                         }
                         registered.push(f);
@@ -154,7 +205,11 @@ impl Registry {
                 }
             })?;
             bridge.raw_set("register", register)?;
+            let globals_mt: Table = bridge.raw_get("globals_mt")?;
+            globals_mt.raw_set("__index", bridge.raw_get::<LuaValue>("load_globals")?)?;
             let r = chunk.call::<()>(());
+            // Back to the run-time globals whatever the load did (an error, a timeout).
+            globals_mt.raw_set("__index", bridge.raw_get::<LuaValue>("run_globals")?)?;
             bridge.raw_set("register", LuaValue::Nil)?;
             Ok(r.map_err(|e| lua_error_text(&e)))
         });
@@ -169,7 +224,7 @@ impl Registry {
             return Err(Value::error(ERR_FUNCTION_NONE_REGISTERED));
         }
         for (fname, _) in &registered {
-            if let Some(existing) = self.functions.get(fname) {
+            if let Some(existing) = self.function(fname) {
                 if existing.library != name {
                     return Err(script_error(ScriptError::FunctionExists, fname));
                 }
@@ -178,7 +233,7 @@ impl Registry {
         self.delete_library(&name);
         let names = registered.iter().map(|(n, _)| n.clone()).collect();
         for (fname, f) in registered {
-            self.functions.insert(fname, f);
+            self.functions.insert(fname.to_ascii_lowercase(), f);
         }
         self.libraries.insert(name.clone(), Library { code: code.clone(), functions: names });
         Ok(name)
@@ -218,7 +273,7 @@ impl Registry {
         match self.libraries.remove(name) {
             Some(lib) => {
                 for f in lib.functions {
-                    self.functions.remove(&f);
+                    self.functions.remove(&f.to_ascii_lowercase());
                 }
                 true
             }
@@ -227,38 +282,67 @@ impl Registry {
     }
 }
 
-/// One `redis.register_function` call: `(name, callback)` or `{function_name=, callback=, flags=, description=}`.
+/// One `redis.register_function` call: `(name, callback)` or `{function_name=, callback=, flags=, description=}`,
+/// with Redis 7.0's error texts.
 fn register(lua: &mlua::Lua, args: &mlua::MultiValue, library: &str) -> Result<(String, RegisteredFunction), String> {
     let mut flags = Flags { declared: true, ..Default::default() };
-    let (name, func, description) = match (args.front(), args.get(1)) {
-        (Some(LuaValue::String(n)), Some(LuaValue::Function(f))) if args.len() == 2 => (n.to_string_lossy(), f.clone(), None),
-        (Some(LuaValue::Table(t)), None) => named_args(t, &mut flags)?,
+    let (name, func, description) = match args.len() {
+        1 => match args.front() {
+            Some(LuaValue::Table(t)) => named_args(t, &mut flags)?,
+            _ => return Err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).".into()),
+        },
+        2 => {
+            let name = lua_string(&args[0]).ok_or("first argument to redis.register_function must be a string")?;
+            match &args[1] {
+                LuaValue::Function(f) => (name, f.clone(), None),
+                _ => return Err("second argument to redis.register_function must be a function".into()),
+            }
+        }
         _ => return Err("wrong number of arguments to redis.register_function".into()),
     };
     if !valid_name(&name) {
-        return Err("Function names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
+        // Redis 7.0 words a bad function name as it words a bad library name.
+        return Err("Library names can only contain letters, numbers, or underscores(_) and must be at least one character long".into());
     }
     let func = lua.create_registry_value(func).map_err(|e| lua_error_text(&e))?;
     Ok((name, RegisteredFunction { func, library: library.to_string(), flags, description }))
+}
+
+/// A Lua string or number as text (Lua's `lua_isstring`), else `None`.
+fn lua_string(v: &LuaValue) -> Option<String> {
+    match v {
+        LuaValue::String(s) => Some(s.to_string_lossy()),
+        LuaValue::Integer(i) => Some(i.to_string()),
+        LuaValue::Number(n) => Some(super::libs::lua_g14(*n)),
+        _ => None,
+    }
 }
 
 fn named_args(t: &Table, flags: &mut Flags) -> Result<(String, Function, Option<String>), String> {
     let mut name = None;
     let mut func = None;
     let mut description = None;
-    for pair in t.pairs::<String, LuaValue>() {
+    for pair in t.pairs::<LuaValue, LuaValue>() {
         let (k, v) = pair.map_err(|e| e.to_string())?;
-        match (k.as_str(), v) {
-            ("function_name", LuaValue::String(s)) => name = Some(s.to_string_lossy()),
-            ("callback", LuaValue::Function(f)) => func = Some(f),
-            ("description", LuaValue::String(s)) => description = Some(s.to_string_lossy()),
-            ("flags", LuaValue::Table(list)) => {
-                for f in list.sequence_values::<String>() {
+        let Some(k) = lua_string(&k) else { return Err("named argument key given to redis.register_function is not a string".into()) };
+        match k.as_str() {
+            "function_name" => name = Some(lua_string(&v).ok_or("function_name argument given to redis.register_function must be a string")?),
+            "description" => description = Some(lua_string(&v).ok_or("description argument given to redis.register_function must be a string")?),
+            "callback" => match v {
+                LuaValue::Function(f) => func = Some(f),
+                _ => return Err("callback argument given to redis.register_function must be a function".into()),
+            },
+            "flags" => {
+                let LuaValue::Table(list) = v else {
+                    return Err("flags argument to redis.register_function must be a table representing function flags".into());
+                };
+                for f in list.sequence_values::<LuaValue>() {
                     let f = f.map_err(|e| e.to_string())?;
-                    flags.add(&f).map_err(|_| format!("unknown flag given: {f}"))?;
+                    let name = lua_string(&f).ok_or("unknown flag given")?;
+                    flags.add(&name).map_err(|_| "unknown flag given".to_string())?;
                 }
             }
-            (other, _) => return Err(format!("unknown argument given to redis.register_function: {other}")),
+            _ => return Err("unknown argument given to redis.register_function".into()),
         }
     }
     match (name, func) {

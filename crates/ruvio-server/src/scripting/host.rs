@@ -8,7 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use ruvio_protocol::Value;
 
-use super::KILL_SHUTDOWN;
+use crate::commands::flags;
 use crate::errors::*;
 use crate::shared::Shared;
 
@@ -39,19 +39,20 @@ pub fn busy_gate(shared: &Shared, args: &[Bytes], holding_lock: bool) -> Option<
     }
 }
 
-/// During a busy script: `None` for SCRIPT KILL / FUNCTION KILL / SHUTDOWN NOSAVE (which then run without the store
-/// lock), the BUSY error for anything else.
+/// During a busy script: `None` for the commands the table marks `allow_busy` (SCRIPT KILL, FUNCTION KILL,
+/// FUNCTION STATS, SHUTDOWN, MULTI, DISCARD, ...: they run without waiting for the store lock; SHUTDOWN's handler
+/// refuses all but NOSAVE), the BUSY
+/// error for anything else (an unknown command or wrong arity too: Redis checks busy first only for known
+/// commands, and reports the others' own error).
 fn busy_reply(shared: &Shared, args: &[Bytes]) -> Option<Value> {
-    let name = &args[0];
-    let is = |s: &str| name.eq_ignore_ascii_case(s.as_bytes());
-    let sub_is = |s: &str| args.get(1).is_some_and(|a| a.eq_ignore_ascii_case(s.as_bytes()));
-    if (is("script") || is("function")) && sub_is("kill") {
+    let Ok(resolved) = crate::commands::resolve(args) else { return None };
+    if resolved.spec.has(flags::ALLOW_BUSY) {
         return None;
     }
-    if is("shutdown") && args[1..].iter().any(|a| a.eq_ignore_ascii_case(b"nosave")) {
-        // The script is stopped where it is; what it wrote is dropped from the write log (it never completed).
-        shared.scripts.run.kill.store(KILL_SHUTDOWN, Ordering::Release);
-        return None;
-    }
-    Some(Value::error(if shared.scripts.run.is_function.load(Ordering::Acquire) { ERR_BUSY_FUNCTION } else { ERR_BUSY_SCRIPT }))
+    Some(busy_error(shared))
+}
+
+/// `-BUSY`, naming the kill command for what is running (FUNCTION KILL for a function, SCRIPT KILL for EVAL).
+pub fn busy_error(shared: &Shared) -> Value {
+    Value::error(if shared.scripts.run.is_function.load(Ordering::Acquire) { ERR_BUSY_FUNCTION } else { ERR_BUSY_SCRIPT })
 }

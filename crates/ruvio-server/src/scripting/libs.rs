@@ -4,6 +4,8 @@
 //! calls scripts make; DESIGN NOTE in docs/scripting.md lists what is left out (cjson's configuration knobs).
 
 use mlua::{Lua, LightUserData, MultiValue, Table, Value as LuaValue, Variadic};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 pub fn install(lua: &Lua, base: &Table) -> mlua::Result<()> {
     base.raw_set("bit", bit(lua)?)?;
@@ -86,35 +88,95 @@ fn bit(lua: &Lua) -> mlua::Result<Table> {
 
 // ----- cjson -----
 
+/// lua-cjson's settings that scripts change (they last for the Lua state, as in Redis, until changed back):
+/// nesting limits for encode and decode, and what encode does with NaN and infinities.
+struct JsonConfig {
+    encode_max_depth: AtomicUsize,
+    decode_max_depth: AtomicUsize,
+    /// 0: refuse (the default), 1: write `NaN` / `Infinity` / `-Infinity`, 2: write `null`.
+    encode_invalid_numbers: AtomicU8,
+}
+
+/// lua-cjson's default nesting limit for encode and decode.
+const JSON_DEFAULT_DEPTH: usize = 1000;
+
 fn cjson(lua: &Lua) -> mlua::Result<Table> {
     let t = lua.create_table()?;
+    let cfg = Arc::new(JsonConfig {
+        encode_max_depth: AtomicUsize::new(JSON_DEFAULT_DEPTH),
+        decode_max_depth: AtomicUsize::new(JSON_DEFAULT_DEPTH),
+        encode_invalid_numbers: AtomicU8::new(0),
+    });
     t.raw_set("null", LuaValue::LightUserData(LightUserData(std::ptr::null_mut())))?;
+    let c = cfg.clone();
     t.raw_set(
         "encode",
-        lua.create_function(|_, v: LuaValue| {
+        lua.create_function(move |_, v: LuaValue| {
             let mut out = Vec::new();
-            json_encode(&v, &mut out, 0)?;
+            json_encode(&v, &mut out, 0, &c)?;
             Ok(mlua::BString::from(out))
         })?,
     )?;
+    let c = cfg.clone();
     t.raw_set(
         "decode",
-        lua.create_function(|lua, s: mlua::LuaString| {
+        lua.create_function(move |lua, s: mlua::LuaString| {
             let parsed: serde_json::Value = serde_json::from_slice(&s.as_bytes())
                 .map_err(|e| mlua::Error::RuntimeError(format!("Expected value but found invalid token: {e}")))?;
-            json_to_lua(lua, &parsed)
+            json_to_lua(lua, &parsed, 1, c.decode_max_depth.load(Ordering::Relaxed))
         })?,
     )?;
-    // Configuration knobs scripts sometimes call; accepted, returning the current (fixed) setting.
-    for name in ["encode_keep_buffer", "encode_max_depth", "decode_max_depth", "encode_invalid_numbers", "decode_invalid_numbers", "encode_number_precision", "encode_sparse_array"] {
+    // The nesting limits: `cjson.encode_max_depth([n])` sets (1 .. 2^31-1) and returns the setting.
+    for (name, which) in [("encode_max_depth", 0), ("decode_max_depth", 1)] {
+        let c = cfg.clone();
+        t.raw_set(
+            name,
+            lua.create_function(move |_, n: Option<f64>| {
+                let slot = if which == 0 { &c.encode_max_depth } else { &c.decode_max_depth };
+                if let Some(n) = n {
+                    if !(1.0..=i32::MAX as f64).contains(&n) {
+                        return Err(mlua::Error::RuntimeError("bad argument #1 (expected integer between 1 and 2147483647)".into()));
+                    }
+                    slot.store(n as usize, Ordering::Relaxed);
+                }
+                Ok(slot.load(Ordering::Relaxed) as f64)
+            })?,
+        )?;
+    }
+    let c = cfg.clone();
+    t.raw_set(
+        "encode_invalid_numbers",
+        lua.create_function(move |lua, v: Option<LuaValue>| {
+            let mode = match v {
+                None => c.encode_invalid_numbers.load(Ordering::Relaxed),
+                Some(LuaValue::Boolean(b)) => b as u8,
+                Some(LuaValue::String(s)) if &s.as_bytes()[..] == b"on" => 1,
+                Some(LuaValue::String(s)) if &s.as_bytes()[..] == b"off" => 0,
+                Some(LuaValue::String(s)) if &s.as_bytes()[..] == b"null" => 2,
+                Some(_) => return Err(mlua::Error::RuntimeError("bad argument #1 (invalid option)".into())),
+            };
+            c.encode_invalid_numbers.store(mode, Ordering::Relaxed);
+            Ok(match mode {
+                2 => LuaValue::String(lua.create_string("null")?),
+                m => LuaValue::Boolean(m == 1),
+            })
+        })?,
+    )?;
+    // Other knobs scripts sometimes call; accepted, returning what they were given.
+    for name in ["encode_keep_buffer", "decode_invalid_numbers", "encode_number_precision", "encode_sparse_array"] {
         t.raw_set(name, lua.create_function(|_, args: MultiValue| Ok(args))?)?;
     }
     Ok(t)
 }
 
-fn json_number(n: f64, out: &mut Vec<u8>) -> mlua::Result<()> {
+fn json_number(n: f64, out: &mut Vec<u8>, cfg: &JsonConfig) -> mlua::Result<()> {
     if !n.is_finite() {
-        return Err(mlua::Error::RuntimeError("Cannot serialise number: must not be NaN or Inf".into()));
+        match cfg.encode_invalid_numbers.load(Ordering::Relaxed) {
+            0 => return Err(mlua::Error::RuntimeError("Cannot serialise number: must not be NaN or Inf".into())),
+            1 => out.extend_from_slice(if n.is_nan() { b"NaN" as &[u8] } else if n > 0.0 { b"Infinity" } else { b"-Infinity" }),
+            _ => out.extend_from_slice(b"null"),
+        }
+        return Ok(());
     }
     out.extend_from_slice(lua_g14(n).as_bytes());
     Ok(())
@@ -186,9 +248,10 @@ fn array_len(t: &Table) -> mlua::Result<Option<usize>> {
 /// memory limit until it is returned, and a table shared by many parents repeats its encoding for each.
 const MAX_ENCODED: usize = 512 << 20;
 
-fn json_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()> {
-    if depth > 1000 {
-        return Err(mlua::Error::RuntimeError(format!("Cannot serialise, excessive nesting ({})", depth)));
+fn json_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize, cfg: &JsonConfig) -> mlua::Result<()> {
+    // A table one level deeper than `encode_max_depth` is refused (lua-cjson counts the outermost table as 1).
+    if matches!(v, LuaValue::Table(_)) && depth + 1 > cfg.encode_max_depth.load(Ordering::Relaxed).min(JSON_DEFAULT_DEPTH) {
+        return Err(mlua::Error::RuntimeError(format!("Cannot serialise, excessive nesting ({})", depth + 1)));
     }
     if out.len() > MAX_ENCODED {
         return Err(mlua::Error::RuntimeError("Cannot serialise: output larger than 512 MB".into()));
@@ -198,7 +261,7 @@ fn json_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()
         LuaValue::LightUserData(p) if p.0.is_null() => out.extend_from_slice(b"null"),
         LuaValue::Boolean(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
         LuaValue::Integer(i) => out.extend_from_slice(i.to_string().as_bytes()),
-        LuaValue::Number(n) => json_number(*n, out)?,
+        LuaValue::Number(n) => json_number(*n, out, cfg)?,
         LuaValue::String(s) => json_string(&s.as_bytes(), out),
         LuaValue::Table(t) => match array_len(t)? {
             Some(n) if n > 0 => {
@@ -207,7 +270,7 @@ fn json_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()
                     if i > 1 {
                         out.push(b',');
                     }
-                    json_encode(&t.raw_get::<LuaValue>(i)?, out, depth + 1)?;
+                    json_encode(&t.raw_get::<LuaValue>(i)?, out, depth + 1, cfg)?;
                 }
                 out.push(b']');
             }
@@ -228,7 +291,7 @@ fn json_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()
                         _ => return Err(mlua::Error::RuntimeError("Cannot serialise table: table key must be a number or string".into())),
                     }
                     out.push(b':');
-                    json_encode(&val, out, depth + 1)?;
+                    json_encode(&val, out, depth + 1, cfg)?;
                 }
                 out.push(b'}');
             }
@@ -240,7 +303,11 @@ fn json_encode(v: &LuaValue, out: &mut Vec<u8>, depth: usize) -> mlua::Result<()
     Ok(())
 }
 
-fn json_to_lua(lua: &Lua, v: &serde_json::Value) -> mlua::Result<LuaValue> {
+/// A decoded value as Lua; `depth` is the nesting of `v` (1 outermost), refused past `max` as lua-cjson does.
+fn json_to_lua(lua: &Lua, v: &serde_json::Value, depth: usize, max: usize) -> mlua::Result<LuaValue> {
+    if matches!(v, serde_json::Value::Array(_) | serde_json::Value::Object(_)) && depth > max {
+        return Err(mlua::Error::RuntimeError(format!("Found too many nested data structures ({depth})")));
+    }
     Ok(match v {
         serde_json::Value::Null => LuaValue::LightUserData(LightUserData(std::ptr::null_mut())),
         serde_json::Value::Bool(b) => LuaValue::Boolean(*b),
@@ -249,14 +316,14 @@ fn json_to_lua(lua: &Lua, v: &serde_json::Value) -> mlua::Result<LuaValue> {
         serde_json::Value::Array(items) => {
             let t = lua.create_table_with_capacity(items.len(), 0)?;
             for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, json_to_lua(lua, item)?)?;
+                t.raw_set(i + 1, json_to_lua(lua, item, depth + 1, max)?)?;
             }
             LuaValue::Table(t)
         }
         serde_json::Value::Object(map) => {
             let t = lua.create_table_with_capacity(0, map.len())?;
             for (k, item) in map {
-                t.raw_set(lua.create_string(k)?, json_to_lua(lua, item)?)?;
+                t.raw_set(lua.create_string(k)?, json_to_lua(lua, item, depth + 1, max)?)?;
             }
             LuaValue::Table(t)
         }

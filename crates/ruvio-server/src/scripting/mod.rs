@@ -8,11 +8,12 @@
 //! connections. The script thread takes the store lock and holds it for the whole script (atomic), runs every
 //! `redis.call` through dispatch as a script caller, and wraps the write
 //! records the script produced in MULTI ... EXEC (effects replication: the log holds what the script did, never the
-//! script). Inside MULTI/EXEC the script runs inline under EXEC's lock.
+//! script). Inside MULTI/EXEC the script runs inline under EXEC's lock, and an EXEC that queued a script runs as a
+//! whole on the script thread (`transaction_family::exec_on_script_thread`), never on an I/O thread.
 //!
 //! While a script runs, [`RunState`] says so; connections check it before they wait for the store lock
-//! ([`host::busy_gate`]): past `busy-reply-threshold` they answer `-BUSY` instead of waiting, except for SCRIPT
-//! KILL, FUNCTION KILL and SHUTDOWN NOSAVE.
+//! ([`host::busy_gate`]): past `busy-reply-threshold` they answer `-BUSY` instead of waiting, except for the
+//! commands the table flags `allow_busy` (SCRIPT KILL, FUNCTION KILL, FUNCTION STATS, SHUTDOWN NOSAVE, MULTI, ...).
 //!
 //! Layers: the engine knows nothing of the server; it runs `redis.call` through the [`engine::Host`] it is given.
 //! [`host`] is the server's side: the host that executes through dispatch, and the gates around scripts.
@@ -51,6 +52,8 @@ pub struct RunState {
     pub wrote: AtomicBool,
     /// The running script is a function (FCALL), not EVAL.
     pub is_function: AtomicBool,
+    /// The running function's name and the command that called it (FUNCTION STATS `running_script`).
+    pub current: Mutex<Option<(String, Vec<Bytes>)>>,
     /// While FUNCTION LOAD runs a library's top-level code: the monotonic ms after which it is stopped (0: none).
     pub load_deadline: AtomicU64,
 }
@@ -154,11 +157,17 @@ impl Scripting {
     /// SCRIPT KILL (`function` false) / FUNCTION KILL (`function` true).
     pub fn kill(&self, function: bool) -> Value {
         let run = &self.run;
-        if !run.running.load(Ordering::Acquire) || run.is_function.load(Ordering::Acquire) != function {
+        if !run.running.load(Ordering::Acquire) {
             return Value::error(if function { ERR_NOTBUSY_FUNCTION } else { ERR_NOTBUSY_SCRIPT });
         }
         if run.wrote.load(Ordering::Acquire) {
             return Value::error(ERR_UNKILLABLE);
+        }
+        // Each kill command stops only its own kind: SCRIPT KILL during a function (or FUNCTION KILL during EVAL)
+        // is answered with the BUSY error that names the right one, as in Redis.
+        let running_function = run.is_function.load(Ordering::Acquire);
+        if running_function != function {
+            return Value::error(if running_function { ERR_BUSY_FUNCTION } else { ERR_BUSY_SCRIPT });
         }
         run.kill.store(KILL_SCRIPT, Ordering::Release);
         Value::ok()
