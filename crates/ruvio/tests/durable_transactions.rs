@@ -217,6 +217,41 @@ fn a_grant_in_a_script_on_a_durable_connection_is_undone_when_not_acknowledged()
     assert_eq!(other.cmd(&["EXISTS", "s:gone"]), Value::Integer(0));
 }
 
+/// An EXEC that queued a script runs on a script thread (as the script alone would): the single-write rule still
+/// holds for it on a durable connection (acknowledged: the replica has the grant; not acknowledged: NOTDURABLE after
+/// the timeout and the script's grant undone).
+#[test]
+fn a_script_inside_exec_on_a_durable_connection_obeys_the_single_write_rule() {
+    let (primary, mut replica, _rd) = pair("dtxscript", "1500");
+    let mut c = durable(&primary);
+    let mut other = primary.conn();
+    let lease = "return redis.call('LEASE', KEYS[1], 60000)";
+    let exec_script = |c: &mut Conn, lock: &str, data: &str| {
+        assert!(is_ok(&c.cmd(&["MULTI"])));
+        assert_eq!(c.cmd(&["EVAL", lease, "1", lock]), Value::Simple("QUEUED".into()));
+        assert_eq!(c.cmd(&["SET", data, "v"]), Value::Simple("QUEUED".into()));
+        c.cmd(&["EXEC"])
+    };
+
+    let Value::Array(r) = exec_script(&mut c, "xs:ok", "xs:ok:data") else { panic!("EXEC") };
+    let Value::Bulk(t) = &r[0] else { panic!("the script's token: {:?}", r[0]) };
+    let token: i64 = std::str::from_utf8(t).unwrap().parse().unwrap();
+    assert!(format!("{:?}", replica.conn().cmd(&["LOCKINFO", "xs:ok"])).contains(&token.to_string()), "the replica lacks the acknowledged grant");
+
+    signal(&replica, libc::SIGSTOP);
+    let started = Instant::now();
+    let reply = exec_script(&mut c, "xs:lock", "xs:data");
+    let waited = started.elapsed();
+    signal(&replica, libc::SIGCONT);
+    let text = err(&reply);
+    assert!(text.starts_with("NOTDURABLE"), "{text}");
+    assert!(text.contains("undone"), "{text}");
+    assert!(waited >= Duration::from_millis(1500), "answered after {waited:?}, before the timeout");
+    assert_eq!(holders(&mut other, "xs:lock"), Value::Nil, "the script's grant must be undone, not orphaned until its TTL");
+    assert!(int(&other.cmd(&["LEASE", "xs:lock", "60000"])) > token, "a second client must get the freed lock");
+    caught_up(&primary, &replica);
+}
+
 /// A LEASE ... WAIT that waited and was then granted (by another client's RELEASE) is undone like any durable
 /// grant when the replica does not acknowledge it.
 #[test]
