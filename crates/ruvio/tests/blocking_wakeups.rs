@@ -83,38 +83,6 @@ fn move_swapdb_and_copy_into_another_database_wake_blocked_clients() {
     assert_eq!(one.cmd(&["EXISTS", "q", "z", "c"]), Value::Integer(0));
 }
 
-fn lsn(s: &Server) -> u64 {
-    s.info_in("replication", "ruvio_lsn").parse().unwrap()
-}
-
-fn caught_up(primary: &Server, replica: &Server) {
-    let start = Instant::now();
-    loop {
-        if replica.info_in("replication", "master_link_status") == "up" && lsn(replica) == lsn(primary) {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "replica did not catch up; stderr: {}", replica.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// SIGSTOP/SIGCONT, waiting until the kernel reports the process stopped/running.
-fn signal(s: &Server, sig: i32) {
-    // SAFETY: signalling our own child by pid.
-    unsafe { libc::kill(s.child.id() as i32, sig) };
-    let stopped = sig == libc::SIGSTOP;
-    let start = Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", s.child.id())).unwrap_or_default();
-        let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("").to_string();
-        if (state == "T" || state == "t") == stopped {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "process state stayed {state:?}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 fn durable_block(s: &Server, args: &[&str]) -> Conn {
     let mut c = s.conn();
     assert!(is_ok(&c.cmd(&["CLIENT", "DURABILITY", "REPLICAS", "1"])));

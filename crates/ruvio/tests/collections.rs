@@ -141,21 +141,6 @@ fn collections_survive_restart_kill9_and_compaction() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn lsn(s: &Server) -> u64 {
-    s.info_in("replication", "ruvio_lsn").parse().unwrap()
-}
-
-fn caught_up(primary: &Server, replica: &Server) {
-    let start = Instant::now();
-    loop {
-        if replica.info_in("replication", "master_link_status") == "up" && lsn(replica) == lsn(primary) {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "replica did not catch up; stderr: {}", replica.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_replica_receives_collections_by_snapshot_and_stream_including_served_blocked_pops() {
     let (pd, rd) = (temp_dir("collections-primary"), temp_dir("collections-replica"));

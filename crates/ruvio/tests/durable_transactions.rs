@@ -24,38 +24,6 @@ fn err(v: &Value) -> String {
     }
 }
 
-/// SIGSTOP/SIGCONT, waiting until the kernel reports the process stopped/running.
-fn signal(s: &Server, sig: i32) {
-    // SAFETY: signalling our own child by pid.
-    unsafe { libc::kill(s.child.id() as i32, sig) };
-    let stopped = sig == libc::SIGSTOP;
-    let start = Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", s.child.id())).unwrap_or_default();
-        let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("").to_string();
-        if (state == "T" || state == "t") == stopped {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "process state stayed {state:?}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-fn lsn(s: &Server) -> u64 {
-    s.info_in("replication", "ruvio_lsn").parse().unwrap()
-}
-
-fn caught_up(primary: &Server, replica: &Server) {
-    let start = Instant::now();
-    loop {
-        if replica.info_in("replication", "master_link_status") == "up" && lsn(replica) == lsn(primary) {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "replica did not catch up; stderr: {}", replica.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn connected_replicas(primary: &Server) -> u64 {
     primary.info_in("replication", "connected_slaves").parse().unwrap()
 }
@@ -222,7 +190,7 @@ fn a_grant_in_a_script_on_a_durable_connection_is_undone_when_not_acknowledged()
 /// the timeout and the script's grant undone).
 #[test]
 fn a_script_inside_exec_on_a_durable_connection_obeys_the_single_write_rule() {
-    let (primary, mut replica, _rd) = pair("dtxscript", "1500");
+    let (primary, replica, _rd) = pair("dtxscript", "1500");
     let mut c = durable(&primary);
     let mut other = primary.conn();
     let lease = "return redis.call('LEASE', KEYS[1], 60000)";

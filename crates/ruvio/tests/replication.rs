@@ -27,45 +27,10 @@ fn err(v: &Value) -> String {
     }
 }
 
-/// Sends SIGSTOP/SIGCONT and waits until the kernel reports the process stopped/running (signals are delivered
-/// asynchronously: a replica could otherwise still acknowledge a write "after" it was paused).
-fn signal(s: &Server, sig: i32) {
-    // SAFETY: signalling our own child by pid.
-    unsafe { libc::kill(s.child.id() as i32, sig) };
-    let stopped = sig == libc::SIGSTOP;
-    let start = Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", s.child.id())).unwrap_or_default();
-        let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("").to_string();
-        if (state == "T" || state == "t") == stopped {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "process state stayed {state:?}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 fn replica_of(primary: &Server, dir: &std::path::Path, extra: &[&str]) -> Server {
     let r = start(dir, extra);
     assert!(is_ok(&r.conn().cmd(&["REPLICAOF", "127.0.0.1", &primary.port.to_string()])));
     r
-}
-
-fn lsn(s: &Server) -> u64 {
-    s.info_in("replication", "ruvio_lsn").parse().unwrap()
-}
-
-/// Waits (bounded) until the replica has applied everything the primary logged.
-fn caught_up(primary: &Server, replica: &Server) {
-    let start = Instant::now();
-    loop {
-        let link = replica.info_in("replication", "master_link_status");
-        if link == "up" && lsn(replica) == lsn(primary) {
-            return;
-        }
-        assert!(start.elapsed() < Duration::from_secs(60), "replica did not catch up: primary LSN {}, replica LSN {}, link {link}; replica stderr: {}", lsn(primary), lsn(replica), replica.stderr());
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Every key with its type, value (strings), lock holders (locks) and whether it has a deadline.
