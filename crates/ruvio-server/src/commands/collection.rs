@@ -77,3 +77,16 @@ pub fn write<T: Collection, R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce
     }
     out
 }
+
+/// The optional count of the pop commands (LPOP/RPOP, SPOP, ZPOPMIN/ZPOPMAX): absent, or a non-negative integer,
+/// with Redis's errors otherwise.
+pub fn optional_count(arg: Option<&bytes::Bytes>) -> Result<Option<usize>, Value> {
+    match arg {
+        None => Ok(None),
+        Some(c) => match super::parse_i64(c) {
+            None => Err(Value::error(super::ERR_NOT_INTEGER)),
+            Some(n) if n < 0 => Err(Value::error(super::zset_family::ERR_MUST_BE_POSITIVE)),
+            Some(n) => Ok(Some(n as usize)),
+        },
+    }
+}

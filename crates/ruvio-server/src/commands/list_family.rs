@@ -124,13 +124,9 @@ fn pop(ctx: &mut Ctx, right: bool) -> Value {
     if args.len() > 3 {
         return super::wrong_arity(ctx.spec.name);
     }
-    let count = match args.get(2) {
-        None => None,
-        Some(c) => match parse_i64(c) {
-            None => return Value::error(ERR_NOT_INTEGER),
-            Some(n) if n < 0 => return Value::error(super::zset_family::ERR_MUST_BE_POSITIVE),
-            Some(n) => Some(n as usize),
-        },
+    let count = match super::collection::optional_count(args.get(2)) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let db = ctx.db();
     match read_list(db, &args[1], now) {

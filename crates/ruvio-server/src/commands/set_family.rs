@@ -123,13 +123,9 @@ fn spop(ctx: &mut Ctx) -> Value {
     if args.len() > 3 {
         return Value::error(ERR_SYNTAX);
     }
-    let count = match args.get(2) {
-        None => None,
-        Some(c) => match parse_i64(c) {
-            None => return Value::error(ERR_NOT_INTEGER),
-            Some(n) if n < 0 => return Value::error(super::zset_family::ERR_MUST_BE_POSITIVE),
-            Some(n) => Some(n as usize),
-        },
+    let count = match super::collection::optional_count(args.get(2)) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let db = ctx.db();
     let len = match read_set(db, &args[1], now) {

@@ -659,13 +659,9 @@ fn zpop_cmd(ctx: &mut Ctx, max: bool) -> Value {
     if args.len() > 3 {
         return Value::error(ERR_SYNTAX);
     }
-    let count = match args.get(2) {
-        None => None,
-        Some(c) => match parse_i64(c) {
-            None => return Value::error(ERR_NOT_INTEGER),
-            Some(n) if n < 0 => return Value::error(ERR_MUST_BE_POSITIVE),
-            Some(n) => Some(n as usize),
-        },
+    let count = match super::collection::optional_count(args.get(2)) {
+        Ok(c) => c,
+        Err(e) => return e,
     };
     let (now, r3) = (ctx.now, resp3(ctx));
     let db = ctx.db();
