@@ -35,7 +35,7 @@ pub fn execute<'g>(
             // Per-command calls, refusals, failures and latency (INFO commandstats, the metrics endpoint; a blocked
             // command's wait excluded), for a client's commands and those its scripts call, as Redis counts them.
             let (spec, started) = (resolved.spec, std::time::Instant::now());
-            let (reply, block, stage) = run_resolved(caller, resolved, now, shared, client, args, guard);
+            let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
             let took = started.elapsed();
             match stage {
                 Stage::Ran => shared.metrics.record(spec, took, Outcome::Ran { failed: reply.is_error() }),
@@ -48,7 +48,10 @@ pub fn execute<'g>(
             }
             (reply, block)
         }
-        Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),
+        Ok(resolved) => {
+            let (reply, block, _) = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            (reply, block)
+        }
         Err(e) => refuse(caller, client, e),
     }
 }
@@ -69,22 +72,8 @@ enum Stage {
     Ran,
 }
 
-/// [`execute`] for a command already resolved from `args`.
+/// [`execute`] for a command already resolved from `args`, saying how far it got.
 fn execute_resolved<'g>(
-    caller: Caller,
-    resolved: commands::Resolved,
-    now: u64,
-    shared: &'g Arc<Shared>,
-    client: &mut ClientState,
-    args: &[Bytes],
-    guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>) {
-    let (reply, block, _) = run_resolved(caller, resolved, now, shared, client, args, guard);
-    (reply, block)
-}
-
-/// [`execute_resolved`], saying how far the command got.
-fn run_resolved<'g>(
     caller: Caller,
     resolved: commands::Resolved,
     now: u64,
