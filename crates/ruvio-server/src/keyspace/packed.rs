@@ -152,9 +152,15 @@ impl<T> PackedOr<T> {
     /// reallocates to the exact new size (as Redis's listpack does: small collections are many, and spare room in
     /// each would add up).
     pub fn splice(&mut self, start: usize, end: usize, insert: &[u8], delta: isize) {
+        self.splice_with(start, end, insert.len(), delta, |hole| hole.copy_from_slice(insert))
+    }
+
+    /// [`PackedOr::splice`] with the new bytes written by `fill` straight into their place (`insert_len` of them),
+    /// so an owner encoding an entry needs no buffer of its own.
+    pub fn splice_with(&mut self, start: usize, end: usize, insert_len: usize, delta: isize, fill: impl FnOnce(&mut [u8])) {
         let (len, count) = self.header();
         assert!(start <= end && end <= len, "splice within the contents");
-        let new_len = len - (end - start) + insert.len();
+        let new_len = len - (end - start) + insert_len;
         let new_count = (count as isize + delta) as usize;
         let tail = len - end;
         u32::try_from(new_len).expect("packed value over 4 GB");
@@ -169,12 +175,14 @@ impl<T> PackedOr<T> {
                     handle_alloc_error(pack_layout(new_len));
                 }
                 let data = p.add(PACK_HEADER);
-                std::ptr::copy(data.add(end), data.add(start + insert.len()), tail);
-                std::ptr::copy_nonoverlapping(insert.as_ptr(), data.add(start), insert.len());
+                std::ptr::copy(data.add(end), data.add(start + insert_len), tail);
+                fill(std::slice::from_raw_parts_mut(data.add(start), insert_len));
             } else {
                 let data = p.add(PACK_HEADER);
-                std::ptr::copy_nonoverlapping(insert.as_ptr(), data.add(start), insert.len());
-                std::ptr::copy(data.add(end), data.add(start + insert.len()), tail);
+                // The hole is filled before the tail moves down over what it replaced: the tail starts at or after
+                // the hole's end (new_len <= len), so neither overwrites the other.
+                fill(std::slice::from_raw_parts_mut(data.add(start), insert_len));
+                std::ptr::copy(data.add(end), data.add(start + insert_len), tail);
                 if new_len < len {
                     p = realloc(p, old_layout, PACK_HEADER + new_len);
                     if p.is_null() {

@@ -420,19 +420,31 @@ fn score_len(s: f64) -> usize {
     }
 }
 
-fn put_score(out: &mut Vec<u8>, s: f64) {
+/// Writes `s` at the start of `out` (at least `score_len(s)` bytes); returns the bytes written.
+fn write_score(out: &mut [u8], s: f64) -> usize {
     match as_int(s) {
-        Some(n) if (0..=SMALL_INT_MAX as i64).contains(&n) => out.push(n as u8),
+        Some(n) if (0..=SMALL_INT_MAX as i64).contains(&n) => {
+            out[0] = n as u8;
+            1
+        }
         Some(n) => {
             let k = int_bytes(n);
-            out.push(TAG_DOUBLE + k as u8);
-            out.extend_from_slice(&n.to_le_bytes()[..k]);
+            out[0] = TAG_DOUBLE + k as u8;
+            out[1..=k].copy_from_slice(&n.to_le_bytes()[..k]);
+            1 + k
         }
         None => {
-            out.push(TAG_DOUBLE);
-            out.extend_from_slice(&s.to_bits().to_le_bytes());
+            out[0] = TAG_DOUBLE;
+            out[1..9].copy_from_slice(&s.to_bits().to_le_bytes());
+            9
         }
     }
+}
+
+fn put_score(out: &mut Vec<u8>, s: f64) {
+    let mut b = [0u8; 9];
+    let k = write_score(&mut b, s);
+    out.extend_from_slice(&b[..k]);
 }
 
 /// Reads the score at `*pos` (contents written by `put_score` only: well formed, or a bug that panics).
@@ -458,18 +470,36 @@ fn read_score(buf: &[u8], pos: &mut usize) -> f64 {
     }
 }
 
+/// Skips the score at `*pos` without decoding it (member lookups compare members only).
+#[inline]
+fn skip_score(buf: &[u8], pos: &mut usize) {
+    let t = buf[*pos];
+    *pos += match t {
+        0..=SMALL_INT_MAX => 1,
+        TAG_DOUBLE => 9,
+        _ => 1 + (t - TAG_DOUBLE) as usize,
+    };
+}
+
+/// Writes `score` and `member` as one entry into `out`, which is exactly `score_len + str_len` bytes.
+fn write_entry(out: &mut [u8], score: f64, member: &[u8]) {
+    let mut i = write_score(out, score);
+    let mut n = member.len();
+    while n >= 0x80 {
+        out[i] = (n as u8 & 0x7f) | 0x80;
+        n >>= 7;
+        i += 1;
+    }
+    out[i] = n as u8;
+    out[i + 1..].copy_from_slice(member);
+}
+
 #[inline]
 fn read_entry<'a>(buf: &'a [u8], pos: &mut usize) -> (&'a [u8], f64) {
     let s = read_score(buf, pos);
     (read_str(buf, pos), s)
 }
 
-fn encode_entry(score: f64, member: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(score_len(score) + str_len(member));
-    put_score(&mut out, score);
-    put_str(&mut out, member);
-    out
-}
 
 /// Where a member sits in packed contents.
 struct Found {
@@ -483,8 +513,9 @@ fn pack_find(buf: &[u8], member: &[u8]) -> Option<Found> {
     let (mut pos, mut rank) = (0, 0);
     while pos < buf.len() {
         let start = pos;
-        let (m, score) = read_entry(buf, &mut pos);
-        if m == member {
+        skip_score(buf, &mut pos);
+        if read_str(buf, &mut pos) == member {
+            let score = read_score(buf, &mut start.clone());
             return Some(Found { rank, start, end: pos, score });
         }
         rank += 1;
@@ -649,10 +680,18 @@ impl ZSetValue {
             let (mut pos, mut found, mut at) = (0, None, None);
             while pos < buf.len() && (found.is_none() || at.is_none()) {
                 let start = pos;
+                if at.is_some() {
+                    // Past the new entry's place: only the member matters now.
+                    skip_score(buf, &mut pos);
+                    if read_str(buf, &mut pos) == member {
+                        found = Some((start, pos, read_score(buf, &mut start.clone())));
+                    }
+                    continue;
+                }
                 let (m, s) = read_entry(buf, &mut pos);
                 if m == member {
                     found = Some((start, pos, s));
-                } else if at.is_none() && order(s, m, score, member) == Ordering::Greater {
+                } else if order(s, m, score, member) == Ordering::Greater {
                     at = Some(start);
                 }
             }
@@ -661,22 +700,22 @@ impl ZSetValue {
             match found {
                 Some((start, end, prev)) => {
                     if prev.to_bits() != score.to_bits() {
-                        let e = encode_entry(score, member);
+                        let fill = |hole: &mut [u8]| write_entry(hole, score, member);
                         if at == end {
                             // Its place in the order does not change: rewrite the entry where it is.
-                            self.inner.splice(start, end, &e, 0);
+                            self.inner.splice_with(start, end, entry_len, 0, fill);
                         } else if at < start {
                             self.inner.splice(start, end, &[], 0);
-                            self.inner.splice(at, at, &e, 0);
+                            self.inner.splice_with(at, at, entry_len, 0, fill);
                         } else {
-                            self.inner.splice(at, at, &e, 0);
+                            self.inner.splice_with(at, at, entry_len, 0, fill);
                             self.inner.splice(start, end, &[], 0);
                         }
                     }
                     return Some(prev);
                 }
                 None if count < limits.max_entries && member.len() <= limits.max_value && len + entry_len <= MAX_PACKED => {
-                    self.inner.splice(at, at, &encode_entry(score, member), 1);
+                    self.inner.splice_with(at, at, entry_len, 1, |hole| write_entry(hole, score, member));
                     return None;
                 }
                 None => self.grow(),
