@@ -74,13 +74,7 @@ fn push(ctx: &mut Ctx, right: bool, only_existing: bool) -> Value {
         Ok(_) => {}
     }
     let len = write_list(db, &args[1], now, |l| {
-        for e in &args[2..] {
-            if right {
-                l.push_back(e);
-            } else {
-                l.push_front(e);
-            }
-        }
+        l.push_all(&args[2..], right);
         l.len()
     });
     Value::Integer(len as i64)
