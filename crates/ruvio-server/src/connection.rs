@@ -358,6 +358,7 @@ impl Connection {
         let info = &self.state.info;
         let now = crate::clock::mono_ms();
         info.last_active.store(now, Ordering::Relaxed);
+        info.reply_error_counted.store(false, Ordering::Relaxed);
         // Cross-protocol scripting guard: an HTTP request sent to this port is an attack, not a client.
         if commands::eq_ic(&args[0], "post") || commands::eq_ic(&args[0], "host:") {
             tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
@@ -472,7 +473,9 @@ impl Connection {
 
     fn push_reply(&mut self, v: &Value) {
         if let Value::Error(text) = v {
-            self.shared.stats.count_error(text);
+            if !self.state.info.reply_error_counted.swap(false, Ordering::AcqRel) {
+                self.shared.stats.count_error(text);
+            }
         }
         encode(v, self.state.proto, &mut self.outbuf);
     }

@@ -15,6 +15,7 @@ use crate::commands::{self, flags};
 use crate::blocking::Block;
 pub use crate::commands::context::Caller;
 use crate::commands::context::Ctx;
+use crate::metrics::Outcome;
 use crate::errors::*;
 use crate::shared::Shared;
 use crate::store::Store;
@@ -30,16 +31,27 @@ pub fn execute<'g>(
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
     match commands::resolve(args) {
-        Ok(resolved) if caller == Caller::Client => {
-            // Per-command calls, errors and latency for the metrics endpoint (a blocked command's wait excluded).
+        Ok(resolved) if caller != Caller::Replay => {
+            // Per-command calls, refusals, failures and latency (INFO commandstats, the metrics endpoint; a blocked
+            // command's wait excluded), for a client's commands and those its scripts call, as Redis counts them.
             let (spec, started) = (resolved.spec, std::time::Instant::now());
-            let out = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
             let took = started.elapsed();
-            shared.metrics.record(spec, took, out.0.is_error());
-            shared.metrics.slow.observe(spec, took, args, &client.info);
-            out
+            match stage {
+                Stage::Ran => shared.metrics.record(spec, took, Outcome::Ran { failed: reply.is_error() }),
+                Stage::Refused => shared.metrics.record(spec, took, Outcome::Rejected),
+                // Counted when EXEC runs it.
+                Stage::Queued => {}
+            }
+            if caller == Caller::Client {
+                shared.metrics.slow.observe(spec, took, args, &client.info);
+            }
+            (reply, block)
         }
-        Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),
+        Ok(resolved) => {
+            let (reply, block, _) = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            (reply, block)
+        }
         Err(e) => refuse(caller, client, e),
     }
 }
@@ -52,7 +64,15 @@ fn refuse(caller: Caller, client: &mut ClientState, reply: Value) -> (Value, Opt
     (reply, None)
 }
 
-/// [`execute`] for a command already resolved from `args`.
+/// How far a command got: refused by a gate, queued inside MULTI, or run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Refused,
+    Queued,
+    Ran,
+}
+
+/// [`execute`] for a command already resolved from `args`, saying how far it got.
 fn execute_resolved<'g>(
     caller: Caller,
     resolved: commands::Resolved,
@@ -61,77 +81,88 @@ fn execute_resolved<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>) {
+) -> (Value, Option<Block>, Stage) {
+    if let Err(refusal) = gates(caller, &resolved, shared, client, args) {
+        return (refusal, None, Stage::Refused);
+    }
     let is_client = caller == Caller::Client;
     let spec = resolved.spec;
-    if is_client {
-        if spec.has(flags::INTERNAL) {
-            // Write-log records replay state with explicit tokens; a client must never forge them.
-            return (commands::unknown_command(args), None);
-        }
-        *client.info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
-        if !client.authenticated && !spec.has(flags::NOAUTH) {
-            return (Value::error(ERR_NOAUTH), None);
-        }
-        // Redis logs a denial inside MULTI (queued or run by EXEC) with the context `multi`.
-        let context = if client.multi.is_some() || client.info.in_multi.load(Ordering::Relaxed) { "multi" } else { "toplevel" };
-        if let Some(denied) = acl_denied(shared, client, &resolved, args, context) {
-            return refuse(caller, client, denied);
-        }
-        if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
-            return (subscribed_only(&resolved.full_name()), None);
-        }
-        if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
-            return (Value::error(ERR_LOADING), None);
-        }
-        // maxmemory with noeviction: commands that may grow memory are refused (queued in MULTI too, as Redis
-        // does: EXEC then fails); reads, deletes and releases still run, so memory can come down.
-        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
-            return refuse(caller, client, Value::error(ERR_OOM));
-        }
-        if spec.has(flags::WRITE) {
-            if shared.replication.is_replica() {
-                return refuse(caller, client, Value::error(ERR_READONLY));
-            }
-            if !shared.replication.enough_good_replicas() {
-                return refuse(caller, client, Value::error(ERR_NOREPLICAS));
-            }
-            if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
-                // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
-                // Inside MULTI this makes EXEC fail, as Redis's min-replicas-to-write does; EXEC checks again.
-                return refuse(caller, client, Value::error(ERR_NOREPLICAS));
-            }
-            if let Some(reason) = shared.aof.write_error() {
-                return refuse(caller, client, misconf(&reason));
-            }
-            if !crate::journal::format::command_record_fits(args) {
-                // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
-                return refuse(caller, client, Value::error(ERR_RECORD_TOO_LARGE));
-            }
-        }
-    }
-    if caller == Caller::Script {
-        if let Some(denied) = acl_denied(shared, client, &resolved, args, "lua") {
-            return (denied, None);
-        }
-    }
-    if caller == Caller::Script && spec.has(flags::WRITE) && shared.replication.is_replica() {
-        // A script on a replica may read, never write.
-        return (Value::error(ERR_READONLY), None);
-    }
     if let Some(queue) = &mut client.multi {
         if !spec.has(flags::NO_QUEUE) {
             if spec.has(flags::NO_MULTI) {
-                return refuse(caller, client, Value::error(ERR_NOT_IN_MULTI));
+                return (refuse(caller, client, Value::error(ERR_NOT_IN_MULTI)).0, None, Stage::Refused);
             }
             queue.push(args.to_vec());
-            return (Value::simple("QUEUED"), None);
+            return (Value::simple("QUEUED"), None, Stage::Queued);
         }
     }
     let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client, caller, execute);
     let reply = commands::call(&mut ctx);
     let block = if is_client { ctx.block.take() } else { None };
-    (reply, block)
+    (reply, block, Stage::Ran)
+}
+
+/// The gates a command passes before it runs or is queued; `Err` is the refusal (inside a client's MULTI, one that
+/// makes EXEC fail is marked through [`refuse`]).
+fn gates(caller: Caller, resolved: &commands::Resolved, shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Result<(), Value> {
+    let spec = resolved.spec;
+    let reject = |client: &mut ClientState, reply: Value| Err(refuse(caller, client, reply).0);
+    if caller == Caller::Client {
+        if spec.has(flags::INTERNAL) {
+            // Write-log records replay state with explicit tokens; a client must never forge them.
+            return Err(commands::unknown_command(args));
+        }
+        *client.info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
+        if !client.authenticated && !spec.has(flags::NOAUTH) {
+            return Err(Value::error(ERR_NOAUTH));
+        }
+        // Redis logs a denial inside MULTI (queued or run by EXEC) with the context `multi`.
+        let context = if client.multi.is_some() || client.info.in_multi.load(Ordering::Relaxed) { "multi" } else { "toplevel" };
+        if let Some(denied) = acl_denied(shared, client, resolved, args, context) {
+            return reject(client, denied);
+        }
+        if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
+            return Err(subscribed_only(&resolved.full_name()));
+        }
+        if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
+            return Err(Value::error(ERR_LOADING));
+        }
+        // maxmemory with noeviction: commands that may grow memory are refused (queued in MULTI too, as Redis
+        // does: EXEC then fails); reads, deletes and releases still run, so memory can come down.
+        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
+            return reject(client, Value::error(ERR_OOM));
+        }
+        if spec.has(flags::WRITE) {
+            if shared.replication.is_replica() {
+                return reject(client, Value::error(ERR_READONLY));
+            }
+            if !shared.replication.enough_good_replicas() {
+                return reject(client, Value::error(ERR_NOREPLICAS));
+            }
+            if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
+                // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
+                // Inside MULTI this makes EXEC fail, as Redis's min-replicas-to-write does; EXEC checks again.
+                return reject(client, Value::error(ERR_NOREPLICAS));
+            }
+            if let Some(reason) = shared.aof.write_error() {
+                return reject(client, misconf(&reason));
+            }
+            if !crate::journal::format::command_record_fits(args) {
+                // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
+                return reject(client, Value::error(ERR_RECORD_TOO_LARGE));
+            }
+        }
+    }
+    if caller == Caller::Script {
+        if let Some(denied) = acl_denied(shared, client, resolved, args, "lua") {
+            return Err(denied);
+        }
+    }
+    if caller == Caller::Script && spec.has(flags::WRITE) && shared.replication.is_replica() {
+        // A script on a replica may read, never write.
+        return Err(Value::error(ERR_READONLY));
+    }
+    Ok(())
 }
 
 /// The ACL gate: whether the connection's user may run this command (or subcommand) on these keys and channels;
