@@ -429,9 +429,8 @@ impl ListValue {
     }
 
     /// The chunk a push starts when the end chunk is full. It grows from nothing while the list is small; next to a
-    /// packed chunk at least half full, it is a full-size buffer at once (its free room on the side pushed to), since
-    /// growing each 8 KB chunk by doubling left the freed smaller buffers scattered in the heap (1M elements took
-    /// 16 B each of RSS instead of 13).
+    /// packed chunk at least half full, it is a full-size buffer at once (its free room on the side pushed to): a
+    /// long list skips the copies and the short-lived buffers of growing each chunk by doubling.
     fn new_chunk(&self, at_back: bool) -> Chunk {
         let end = if at_back { self.chunks.back() } else { self.chunks.front() };
         if !end.is_some_and(|c| !c.big && c.live() >= CHUNK_BYTES / 2) {
