@@ -17,14 +17,15 @@
 #    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check, best of ROUNDS.
 #
 # Usage: bench/collections.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli, python3, bc)
-#        PARTS=memory bench/collections.sh            (part 1 only: memory is not timing-sensitive, so it can run
-#                                                      on a loaded machine; PARTS=all, the default, runs all three)
+#        PARTS="memory throughput ratelimit" (the default: all three) runs only the parts named, e.g. PARTS=memory for
+#        the memory table alone (it does not depend on timing, so it can be measured on a loaded machine); TESTS="lpush
+#        rpop" narrows the throughput part to those redis-benchmark tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-400000}
+PARTS=${PARTS:-memory throughput ratelimit}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 ROUNDS=${ROUNDS:-3}
-PARTS=${PARTS:-all}
-case $PARTS in all | memory) ;; *) echo "PARTS must be all or memory" >&2; exit 2 ;; esac
 SECONDS_RL=${SECONDS_RL:-10}
 CLIENTS=50
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
@@ -35,7 +36,7 @@ FLAGS=(--appendonly no)
 # Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
-[ "$PARTS" = memory ] || [ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
+! part ratelimit || [ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
 . bench/lib.sh
 bench_init
 
@@ -44,6 +45,7 @@ rss() { ps -o rss= -p "$1" | tr -d ' '; }
 echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}' | cut -d= -f2); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- memory ------------------------------------------------------------------------------------------------------
+if part memory; then
 python3 - "$BENCH_WORK" <<'PY'
 import sys
 work = sys.argv[1]
@@ -88,11 +90,11 @@ for set in list-1M set-1M zset-1M lists-100k sets-100k zsets-100k; do
   printf '%-11s %9s %14.1f %14.1f %8.2f %22s\n' $set 1000000 "$a" "$b" "$(echo "$a / $b" | bc -l)" "$enc"
   stop_servers
 done
-
-[ "$PARTS" = memory ] && exit 0
+fi
 
 # ---- throughput ------------------------------------------------------------------------------------------------------
-TESTS=(lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100)
+if part throughput; then
+TESTS=(${TESTS:-lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100})
 bench() { # port pid -> CSV lines "test,rps,server-cpu-us-per-request"
   local port=$1 pid=$2 t before after rows
   for t in "${TESTS[@]}"; do
@@ -122,8 +124,10 @@ for t in "${TESTS[@]}"; do
   printf '%-11s %14.0f %14.0f %8.2f %12.2f %12.2f %9.2f\n' "$t" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
 done
 stop_servers
+fi
 
 # ---- rate limiter ------------------------------------------------------------------------------------------------------
+if part ratelimit; then
 start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
 echo
 echo "rate limiter: MULTI ZADD ZREMRANGEBYSCORE ZCARD EXEC, $CLIENTS clients, 1000 users, ${SECONDS_RL}s, best of $ROUNDS; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -144,4 +148,5 @@ a=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-ruvio.csv"); b=$(awk -F,
 ca=$(cut -d, -f2 "$BENCH_WORK/rl-ruvio.csv" | median); cb=$(cut -d, -f2 "$BENCH_WORK/rl-redis.csv" | median)
 printf '%-11s %14s %14s %8s %12s %12s\n' test ruvio_cps redis_cps ratio ruvio_cpu_us redis_cpu_us
 printf '%-11s %14.0f %14.0f %8.2f %12.2f %12.2f\n' ratelimit "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb"
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -188,6 +188,73 @@ def test_lpos_lmove_lmpop(r):
     assert r.type("m") == b"list" and r.object("encoding", "m") == b"quicklist"
 
 
+def test_long_list_across_chunks_matches_a_model(r):
+    """A list of many 8 KB chunks (short, mid-size, empty and 5 KB elements) against a Python list: every
+    index, range, insert, set, removal and trim reaches the right element whichever chunk holds it."""
+    import random
+    rnd = random.Random(33)
+    sizes = [0, 1, 11, 12, 127, 128, 200, 4096, 4097, 5000]
+
+    def elem(i):
+        return (b"e%d:" % i) + b"x" * rnd.choice(sizes[:7] if rnd.random() < 0.97 else sizes)
+
+    model = []
+    for batch in range(12):
+        items = [elem(batch * 1000 + i) for i in range(1000)]
+        if batch % 3 == 2:
+            assert r.lpush("big", *items) == len(model) + len(items)
+            model[:0] = list(reversed(items))
+        else:
+            assert r.rpush("big", *items) == len(model) + len(items)
+            model.extend(items)
+    for step in range(300):
+        n = len(model)
+        i = rnd.randrange(n)
+        op = step % 6
+        if op == 0:
+            assert r.lindex("big", i) == model[i] and r.lindex("big", i - n) == model[i]
+        elif op == 1:
+            e = elem(100_000 + step)
+            assert r.lset("big", i, e) is True
+            model[i] = e
+        elif op == 2:
+            e = elem(200_000 + step)
+            assert r.linsert("big", "before", model[i], e) == n + 1
+            model.insert(model.index(model[i]), e)
+        elif op == 3:
+            target = model[i]
+            count = rnd.choice([0, 1, -1, 2])
+            want = [j for j, x in enumerate(model) if x == target]
+            drop = want if count == 0 else (want[:count] if count > 0 else want[count:])
+            assert r.lrem("big", count, target) == len(drop)
+            for j in reversed(drop):
+                del model[j]
+        elif op == 4:
+            a = rnd.randrange(n)
+            assert r.lrange("big", a, a + 150) == model[a:a + 151]
+            assert r.lrange("big", -a - 1, -1) == model[-a - 1:]
+        else:
+            assert r.lpos("big", model[i]) == model.index(model[i])
+    assert r.lpop("big", 2500) == model[:2500] and r.rpop("big", 2500) == model[-2500:][::-1]
+    model = model[2500:-2500]
+    assert r.ltrim("big", 1234, -4321) is True
+    model = model[1234:len(model) - 4320]
+    assert r.llen("big") == len(model)
+    assert r.lrange("big", 0, -1) == model
+
+
+@pytest.mark.ruvio_only
+def test_a_long_list_is_packed(r):
+    """12-byte elements cost about 13 bytes each (one boundary byte), as Redis's listpack nodes (14); the slot
+    layout before took 16."""
+    for batch in range(100):
+        r.rpush("packed", *[b"value:%06d" % i for i in range(batch * 1000, batch * 1000 + 1000)])
+    per_element = r.memory_usage("packed") / 100_000
+    assert 13.0 <= per_element < 13.5, per_element
+    assert r.lindex("packed", 54_321) == b"value:054321"
+    assert r.object("encoding", "packed") == b"quicklist"
+
+
 # ---- sets ---------------------------------------------------------------------------------------------------------
 
 def test_set_basics(r):

@@ -1,7 +1,7 @@
 //! List commands: pushes and pops at both ends, ranges, LPOS, LMOVE and the blocking forms (in
 //! `blocking_family.rs`), with Redis 7.0's replies and errors.
 //!
-//! The value is a ring buffer (`keyspace/list.rs`). As for every type, changes go through the keyspace's counted
+//! The value is a deque of packed chunks (`keyspace/list.rs`). As for every type, changes go through the keyspace's counted
 //! mutators and only once a command knows it will change something; a list emptied by a command is deleted.
 
 use bytes::Bytes;
@@ -11,7 +11,7 @@ use super::context::Ctx;
 use super::flags::*;
 use super::{eq_ic, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX};
 use crate::errors::*;
-use crate::keyspace::{CompactBytes, Data, Db, Entry, ListValue};
+use crate::keyspace::{Data, Db, Entry, ListValue};
 
 macro_rules! cmd {
     ($name:literal, $arity:expr, $flags:expr, $keys:expr, $summary:literal, $handler:expr) => {
@@ -74,26 +74,11 @@ fn push(ctx: &mut Ctx, right: bool, only_existing: bool) -> Value {
         Ok(_) => {}
     }
     let len = write_list(db, &args[1], now, |l| {
-        let adding = args.len() - 2;
-        if l.len() + adding <= EXACT_ROOM_UP_TO {
-            // Small lists are many (one per queue, per user): room for exactly what they hold, as Redis's listpack,
-            // instead of doubling (10 elements took room for 16).
-            l.reserve_exact(adding);
-        }
-        for e in &args[2..] {
-            if right {
-                l.push_back(CompactBytes::new(e));
-            } else {
-                l.push_front(CompactBytes::new(e));
-            }
-        }
+        l.push_all(&args[2..], right);
         l.len()
     });
     Value::Integer(len as i64)
 }
-
-/// Up to this many elements a list grows by exactly what a push adds; beyond, by doubling (amortised O(1)).
-const EXACT_ROOM_UP_TO: usize = 128;
 
 fn lpush(ctx: &mut Ctx) -> Value {
     push(ctx, false, false)
@@ -115,7 +100,7 @@ pub fn pop_elements(db: &mut Db, key: &[u8], now: u64, right: bool, count: usize
     }
     write_list(db, key, now, |l| {
         let n = count.min(l.len());
-        (0..n).filter_map(|_| if right { l.pop_back() } else { l.pop_front() }).map(|e| Bytes::copy_from_slice(&e)).collect()
+        (0..n).filter_map(|_| if right { l.pop_back() } else { l.pop_front() }).map(Bytes::from).collect()
     })
 }
 
@@ -182,7 +167,7 @@ fn lrange(ctx: &mut Ctx) -> Value {
         let Some(l) = l else { return Value::Array(vec![]) };
         match normalize_range(start, stop, l.len()) {
             None => Value::Array(vec![]),
-            Some((a, b)) => super::bulk_array(l.range(a..=b).map(|e| e.as_slice())),
+            Some((a, b)) => super::bulk_array(l.range(a, b)),
         }
     })
 }
@@ -199,7 +184,7 @@ fn position(index: i64, len: usize) -> Option<usize> {
 
 fn lindex(ctx: &mut Ctx) -> Value {
     let Some(index) = parse_i64(&ctx.args[2]) else { return Value::error(ERR_NOT_INTEGER) };
-    with_list(ctx, |l| l.and_then(|l| position(index, l.len()).map(|i| bulk(&l[i]))).unwrap_or(Value::Nil))
+    with_list(ctx, |l| l.and_then(|l| position(index, l.len()).and_then(|i| l.get(i)).map(bulk)).unwrap_or(Value::Nil))
 }
 
 fn lset(ctx: &mut Ctx) -> Value {
@@ -214,7 +199,7 @@ fn lset(ctx: &mut Ctx) -> Value {
             Some(i) => i,
         },
     };
-    write_list(db, &args[1], now, |l| l[i] = CompactBytes::new(&args[3]));
+    write_list(db, &args[1], now, |l| l.set(i, &args[3]));
     Value::ok()
 }
 
@@ -231,13 +216,13 @@ fn linsert(ctx: &mut Ctx) -> Value {
     let at = match read_list(db, &args[1], now) {
         Err(e) => return e,
         Ok(None) => return Value::Integer(0),
-        Ok(Some(l)) => match l.iter().position(|e| e.as_slice() == &args[3][..]) {
+        Ok(Some(l)) => match l.iter().position(|e| e == &args[3][..]) {
             None => return Value::Integer(-1),
             Some(i) => i,
         },
     };
     let len = write_list(db, &args[1], now, |l| {
-        l.insert(if after { at + 1 } else { at }, CompactBytes::new(&args[4]));
+        l.insert(if after { at + 1 } else { at }, &args[4]);
         l.len()
     });
     Value::Integer(len as i64)
@@ -250,34 +235,11 @@ fn lrem(ctx: &mut Ctx) -> Value {
     let db = ctx.db();
     match read_list(db, &args[1], now) {
         Err(e) => return e,
-        Ok(Some(l)) if l.iter().any(|e| e.as_slice() == target) => {}
+        Ok(Some(l)) if l.iter().any(|e| e == target) => {}
         Ok(_) => return Value::Integer(0),
     }
     let limit = if count == 0 { usize::MAX } else { count.unsigned_abs() as usize };
-    let removed = write_list(db, &args[1], now, |l| {
-        let mut removed = 0;
-        if count >= 0 {
-            let mut i = 0;
-            while i < l.len() && removed < limit {
-                if l[i].as_slice() == target {
-                    l.remove(i);
-                    removed += 1;
-                } else {
-                    i += 1;
-                }
-            }
-        } else {
-            let mut i = l.len();
-            while i > 0 && removed < limit {
-                i -= 1;
-                if l[i].as_slice() == target {
-                    l.remove(i);
-                    removed += 1;
-                }
-            }
-        }
-        removed
-    });
+    let removed = write_list(db, &args[1], now, |l| l.remove_matching(target, limit, count < 0));
     Value::Integer(removed as i64)
 }
 
@@ -300,10 +262,7 @@ fn ltrim(ctx: &mut Ctx) -> Value {
     };
     write_list(db, &args[1], now, |l| match keep {
         None => l.clear(),
-        Some((a, b)) => {
-            l.truncate(b + 1);
-            l.drain(..a);
-        }
+        Some((a, b)) => l.trim(a, b),
     });
     Value::ok()
 }
@@ -351,12 +310,14 @@ fn lpos(ctx: &mut Ctx) -> Value {
         let scan_limit = if maxlen == 0 { usize::MAX } else { maxlen as usize };
         let mut skip = rank.unsigned_abs() - 1;
         let mut found = Vec::new();
-        let indices: Box<dyn Iterator<Item = usize>> = if rank > 0 { Box::new(0..l.len()) } else { Box::new((0..l.len()).rev()) };
-        for (scanned, idx) in indices.enumerate() {
+        let last = l.len() - 1;
+        let elems: Box<dyn Iterator<Item = (usize, &[u8])>> =
+            if rank > 0 { Box::new(l.iter().enumerate()) } else { Box::new(l.iter().rev().enumerate().map(|(j, e)| (last - j, e))) };
+        for (scanned, (idx, e)) in elems.enumerate() {
             if scanned >= scan_limit || found.len() >= want {
                 break;
             }
-            if l[idx].as_slice() == &target[..] {
+            if e == &target[..] {
                 if skip > 0 {
                     skip -= 1;
                 } else {
@@ -392,9 +353,9 @@ pub fn move_element(db: &mut Db, src: &[u8], dst: &[u8], from_right: bool, to_ri
     let e = pop_elements(db, src, now, from_right, 1).into_iter().next().expect("src holds a non-empty list");
     write_list(db, dst, now, |l| {
         if to_right {
-            l.push_back(CompactBytes::new(&e));
+            l.push_back(&e);
         } else {
-            l.push_front(CompactBytes::new(&e));
+            l.push_front(&e);
         }
     });
     Ok(Some(e))

@@ -15,7 +15,7 @@ use ruvio_protocol::Value;
 use super::context::{Caller, Ctx};
 use super::flags::*;
 use super::{eq_ic, parse_i64, CommandSpec, ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
-use crate::keyspace::{CompactBytes, Data, Db, Entry, ListValue};
+use crate::keyspace::{Data, Db, Entry, ListValue};
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec {
@@ -213,7 +213,7 @@ fn sort_generic(ctx: &mut Ctx, readonly: bool) -> Value {
         Some(Data::List(l)) if dontsort => {
             if end >= start {
                 let n = (end - start + 1) as usize;
-                let it: Box<dyn Iterator<Item = &CompactBytes>> = if desc { Box::new(l.iter().rev()) } else { Box::new(l.iter()) };
+                let it: Box<dyn Iterator<Item = &[u8]>> = if desc { Box::new(l.iter().rev()) } else { Box::new(l.iter()) };
                 elems = it.skip(start as usize).take(n).map(|e| e.to_vec()).collect();
             }
             end -= start;
@@ -300,7 +300,7 @@ fn sort_generic(ctx: &mut Ctx, readonly: bool) -> Value {
                 let mut l = ListValue::new();
                 // A missing GET value is stored as an empty string, as Redis does.
                 for v in out {
-                    l.push_back(CompactBytes::new(&v.unwrap_or_default()));
+                    l.push_back(&v.unwrap_or_default());
                 }
                 db.insert(dest, Entry::new(Data::List(Box::new(l))));
             }

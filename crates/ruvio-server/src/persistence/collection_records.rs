@@ -14,7 +14,7 @@
 //! OBJECT ENCODING are chosen again at load for the limits in force, as Redis does.
 
 use crate::journal::format::{encode_record, put_bytes, Cursor, RecordKind};
-use crate::keyspace::{set, zset, CompactBytes, Data, Db, Entry, ListValue, SetValue, ZSetValue};
+use crate::keyspace::{set, zset, Data, Db, Entry, ListValue, SetValue, ZSetValue};
 
 pub use super::hash_records::CHUNK_BYTES;
 
@@ -81,7 +81,7 @@ pub fn decode(ty: u8, c: &mut Cursor<'_>) -> Result<Data, String> {
         TYPE_LIST => {
             let mut l = ListValue::new();
             for _ in 0..n {
-                l.push_back(CompactBytes::new(c.bytes()?));
+                l.push_back(c.bytes()?);
             }
             Data::List(Box::new(l))
         }
@@ -124,7 +124,7 @@ pub fn merge(db: &mut Db, key: &[u8], entry: &mut Entry, limits: &LoadLimits) ->
     if continues {
         // now = 0: nothing counts as expired while a snapshot loads.
         match (db.get_mut(key, 0), &mut entry.data) {
-            (Some(Data::List(l)), Data::List(chunk)) => l.extend(chunk.drain(..)),
+            (Some(Data::List(l)), Data::List(chunk)) => l.append(chunk),
             (Some(Data::Set(s)), Data::Set(chunk)) => {
                 for m in chunk.iter() {
                     s.insert(m, &limits.set);
@@ -161,7 +161,7 @@ mod tests {
         for i in 0..3000 {
             let mut e = big.clone();
             e.extend_from_slice(i.to_string().as_bytes());
-            l.push_back(CompactBytes::new(&e));
+            l.push_back(&e);
             s.insert(&e, &set::Limits::default());
             z.insert(&e, i as f64 / 3.0, &zset::Limits::default());
         }
