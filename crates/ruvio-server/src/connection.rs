@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::MutexGuard;
@@ -289,9 +289,11 @@ impl Connection {
             let fields = batch.iter().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| c | 0x20 == b'h'));
             store.dbs[self.state.db].prefetch_hash_fields(fields.map(|a| (&a[1][..], &a[2][..])));
         }
+        // One clock read per command: each starts where the previous one ended (see `dispatch::execute_client`).
+        let mut mark = Instant::now();
         while let Some(args) = batch.pop_front() {
             ran += 1;
-            let (reply, block) = self.run_command(shared, &args, guard);
+            let (reply, block) = self.run_command(shared, &args, guard, &mut mark);
             if let Some(block) = block {
                 self.blocked_args = Some(args);
                 return (Step::Continue, Some(block));
@@ -347,16 +349,18 @@ impl Connection {
         Some(crate::replication::durable::wait(shared, lsn, n, pending.grants, reply.clone(), single))
     }
 
-    /// Runs one command. `None` means: close the connection without a reply.
+    /// Runs one command, which starts at `mark` and moves it to when it ended. `None` means: close the connection
+    /// without a reply.
     fn run_command<'g>(
         &mut self,
         shared: &'g Arc<Shared>,
         args: &[Bytes],
         guard: &mut Option<MutexGuard<'g, Store>>,
+        mark: &mut Instant,
     ) -> (Option<Value>, Option<Block>) {
         Stats::add(&shared.stats.commands_processed, 1);
         let info = &self.state.info;
-        let now = crate::clock::mono_ms();
+        let now = crate::clock::mono_ms_at(*mark);
         info.last_active.store(now, Ordering::Relaxed);
         // Cross-protocol scripting guard: an HTTP request sent to this port is an attack, not a client.
         if commands::eq_ic(&args[0], "post") || commands::eq_ic(&args[0], "host:") {
@@ -365,9 +369,12 @@ impl Connection {
         }
         // While a script runs, wait for it without parking on the store lock, and answer -BUSY once it is long.
         if let Some(busy) = crate::scripting::host::busy_gate(shared, args, guard.is_some()) {
+            // The gate may have waited: that wait belongs to no command's duration.
+            *mark = Instant::now();
             return (Some(self.refused_busy(args, busy)), None);
         }
-        let (reply, block) = crate::dispatch::execute(crate::dispatch::Caller::Client, now, shared, &mut self.state, args, guard);
+        let ((reply, block), ended) = crate::dispatch::execute_client(*mark, now, shared, &mut self.state, args, guard);
+        *mark = ended;
         (Some(reply), block)
     }
 
