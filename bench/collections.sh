@@ -17,10 +17,14 @@
 #    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check, best of ROUNDS.
 #
 # Usage: bench/collections.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli, python3, bc)
+#        PARTS=memory bench/collections.sh            (part 1 only: memory is not timing-sensitive, so it can run
+#                                                      on a loaded machine; PARTS=all, the default, runs all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-400000}
 ROUNDS=${ROUNDS:-3}
+PARTS=${PARTS:-all}
+case $PARTS in all | memory) ;; *) echo "PARTS must be all or memory" >&2; exit 2 ;; esac
 SECONDS_RL=${SECONDS_RL:-10}
 CLIENTS=50
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
@@ -31,7 +35,7 @@ FLAGS=(--appendonly no)
 # Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
 [ -x "$RUVIO" ] || cargo build --release -p ruvio
-[ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
+[ "$PARTS" = memory ] || [ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
 . bench/lib.sh
 bench_init
 
@@ -84,6 +88,8 @@ for set in list-1M set-1M zset-1M lists-100k sets-100k zsets-100k; do
   printf '%-11s %9s %14.1f %14.1f %8.2f %22s\n' $set 1000000 "$a" "$b" "$(echo "$a / $b" | bc -l)" "$enc"
   stop_servers
 done
+
+[ "$PARTS" = memory ] && exit 0
 
 # ---- throughput ------------------------------------------------------------------------------------------------------
 TESTS=(lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100)

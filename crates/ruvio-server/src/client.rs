@@ -96,6 +96,9 @@ pub struct ClientInfo {
     /// Shard channels (SSUBSCRIBE).
     pub ssubscriptions: AtomicUsize,
     pub in_multi: AtomicBool,
+    /// Set by a script (on whatever thread it ran) whose error reply was already counted in INFO errorstats where
+    /// a `redis.call` made it; the connection then does not count the reply again. Cleared before each command.
+    pub reply_error_counted: AtomicBool,
     pub blocked: AtomicBool,
     /// Blocked on keys (BLPOP and friends): CLIENT UNBLOCK may end the wait.
     pub unblockable: AtomicBool,
@@ -131,6 +134,7 @@ impl ClientInfo {
             psubscriptions: AtomicUsize::new(0),
             ssubscriptions: AtomicUsize::new(0),
             in_multi: AtomicBool::new(false),
+            reply_error_counted: AtomicBool::new(false),
             blocked: AtomicBool::new(false),
             unblockable: AtomicBool::new(false),
             unblock_with: Mutex::new(None),

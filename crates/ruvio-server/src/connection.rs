@@ -289,11 +289,9 @@ impl Connection {
             let fields = batch.iter().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| c | 0x20 == b'h'));
             store.dbs[self.state.db].prefetch_hash_fields(fields.map(|a| (&a[1][..], &a[2][..])));
         }
-        // One clock read per command: each starts where the previous one ended (see `dispatch::execute_client`).
-        let mut mark = Instant::now();
         while let Some(args) = batch.pop_front() {
             ran += 1;
-            let (reply, block) = self.run_command(shared, &args, guard, &mut mark);
+            let (reply, block) = self.run_command(shared, &args, guard);
             if let Some(block) = block {
                 self.blocked_args = Some(args);
                 return (Step::Continue, Some(block));
@@ -349,19 +347,16 @@ impl Connection {
         Some(crate::replication::durable::wait(shared, lsn, n, pending.grants, reply.clone(), single))
     }
 
-    /// Runs one command, which starts at `mark` and moves it to when it ended. `None` means: close the connection
-    /// without a reply.
+    /// Runs one command. `None` means: close the connection without a reply.
     fn run_command<'g>(
         &mut self,
         shared: &'g Arc<Shared>,
         args: &[Bytes],
         guard: &mut Option<MutexGuard<'g, Store>>,
-        mark: &mut Instant,
     ) -> (Option<Value>, Option<Block>) {
         Stats::add(&shared.stats.commands_processed, 1);
         let info = &self.state.info;
-        let now = crate::clock::mono_ms_at(*mark);
-        info.last_active.store(now, Ordering::Relaxed);
+        info.reply_error_counted.store(false, Ordering::Relaxed);
         // Cross-protocol scripting guard: an HTTP request sent to this port is an attack, not a client.
         if commands::eq_ic(&args[0], "post") || commands::eq_ic(&args[0], "host:") {
             tracing::warn!(client = self.state.id(), "possible SECURITY ATTACK detected: HTTP request on the Redis port");
@@ -369,12 +364,14 @@ impl Connection {
         }
         // While a script runs, wait for it without parking on the store lock, and answer -BUSY once it is long.
         if let Some(busy) = crate::scripting::host::busy_gate(shared, args, guard.is_some()) {
-            // The gate may have waited: that wait belongs to no command's duration.
-            *mark = Instant::now();
             return (Some(self.refused_busy(args, busy)), None);
         }
-        let ((reply, block), ended) = crate::dispatch::execute_client(*mark, now, shared, &mut self.state, args, guard);
-        *mark = ended;
+        // One clock read gives both the command's time (ms) and the start of its duration (commandstats, SLOWLOG),
+        // after the gate above, whose wait for a script belongs to neither.
+        let started = Instant::now();
+        let now = crate::clock::mono_ms_at(started);
+        self.state.info.last_active.store(now, Ordering::Relaxed);
+        let (reply, block) = crate::dispatch::execute_client(started, now, shared, &mut self.state, args, guard);
         (Some(reply), block)
     }
 
@@ -479,7 +476,9 @@ impl Connection {
 
     fn push_reply(&mut self, v: &Value) {
         if let Value::Error(text) = v {
-            self.shared.stats.count_error(text);
+            if !self.state.info.reply_error_counted.swap(false, Ordering::AcqRel) {
+                self.shared.stats.count_error(text);
+            }
         }
         encode(v, self.state.proto, &mut self.outbuf);
     }

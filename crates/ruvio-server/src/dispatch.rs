@@ -16,6 +16,7 @@ use crate::commands::{self, flags};
 use crate::blocking::Block;
 pub use crate::commands::context::Caller;
 use crate::commands::context::Ctx;
+use crate::metrics::Outcome;
 use crate::errors::*;
 use crate::shared::Shared;
 use crate::store::Store;
@@ -31,18 +32,20 @@ pub fn execute<'g>(
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
     if caller == Caller::Client {
-        return execute_client(Instant::now(), now, shared, client, args, guard).0;
+        return execute_client(Instant::now(), now, shared, client, args, guard);
     }
     match commands::resolve(args) {
-        Ok(resolved) => execute_resolved(caller, resolved, now, shared, client, args, guard),
+        Ok(resolved) if caller != Caller::Replay => timed(caller, resolved, Instant::now(), now, shared, client, args, guard),
+        Ok(resolved) => {
+            let (reply, block, _) = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            (reply, block)
+        }
         Err(e) => refuse(caller, client, e),
     }
 }
 
-/// [`execute`] for a client's command that started at `started` (`now` is that instant in monotonic ms); also
-/// returns the instant it ended, read once: a connection running a pipeline starts the next command there, so a
-/// command costs one clock read instead of three (they showed in profiles of pipelined traffic). The time between
-/// one command's end and the next one's start (writing the reply into the output buffer) counts toward the next.
+/// [`execute`] for a client's command that started at `started` (`now` is that instant in monotonic ms, derived
+/// from it: the connection reads the clock twice per command, at its start and its end, instead of three times).
 pub fn execute_client<'g>(
     started: Instant,
     now: u64,
@@ -50,20 +53,40 @@ pub fn execute_client<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> ((Value, Option<Block>), Instant) {
+) -> (Value, Option<Block>) {
     match commands::resolve(args) {
-        Ok(resolved) => {
-            // Per-command calls, errors and latency for the metrics endpoint (a blocked command's wait excluded).
-            let spec = resolved.spec;
-            let out = execute_resolved(Caller::Client, resolved, now, shared, client, args, guard);
-            let ended = Instant::now();
-            let took = ended.saturating_duration_since(started);
-            shared.metrics.record(spec, took, out.0.is_error());
-            shared.metrics.slow.observe(spec, took, args, &client.info);
-            (out, ended)
-        }
-        Err(e) => (refuse(Caller::Client, client, e), started),
+        Ok(resolved) => timed(Caller::Client, resolved, started, now, shared, client, args, guard),
+        Err(e) => refuse(Caller::Client, client, e),
     }
+}
+
+/// Runs a client's command (or one its script calls) that started at `started`, and counts it: calls, refusals,
+/// failures and latency (INFO commandstats, the metrics endpoint; a blocked command's wait excluded), as Redis
+/// counts them.
+#[allow(clippy::too_many_arguments)]
+fn timed<'g>(
+    caller: Caller,
+    resolved: commands::Resolved,
+    started: Instant,
+    now: u64,
+    shared: &'g Arc<Shared>,
+    client: &mut ClientState,
+    args: &[Bytes],
+    guard: &mut Option<MutexGuard<'g, Store>>,
+) -> (Value, Option<Block>) {
+    let spec = resolved.spec;
+    let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
+    let took = started.elapsed();
+    match stage {
+        Stage::Ran => shared.metrics.record(spec, took, Outcome::Ran { failed: reply.is_error() }),
+        Stage::Refused => shared.metrics.record(spec, took, Outcome::Rejected),
+        // Counted when EXEC runs it.
+        Stage::Queued => {}
+    }
+    if caller == Caller::Client {
+        shared.metrics.slow.observe(spec, took, args, &client.info);
+    }
+    (reply, block)
 }
 
 /// A command refused before it ran. Inside a client's MULTI it also makes EXEC fail (Redis's EXECABORT).
@@ -74,7 +97,15 @@ fn refuse(caller: Caller, client: &mut ClientState, reply: Value) -> (Value, Opt
     (reply, None)
 }
 
-/// [`execute`] for a command already resolved from `args`.
+/// How far a command got: refused by a gate, queued inside MULTI, or run.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Refused,
+    Queued,
+    Ran,
+}
+
+/// [`execute`] for a command already resolved from `args`, saying how far it got.
 fn execute_resolved<'g>(
     caller: Caller,
     resolved: commands::Resolved,
@@ -83,77 +114,88 @@ fn execute_resolved<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>) {
+) -> (Value, Option<Block>, Stage) {
+    if let Err(refusal) = gates(caller, &resolved, shared, client, args) {
+        return (refusal, None, Stage::Refused);
+    }
     let is_client = caller == Caller::Client;
     let spec = resolved.spec;
-    if is_client {
-        if spec.has(flags::INTERNAL) {
-            // Write-log records replay state with explicit tokens; a client must never forge them.
-            return (commands::unknown_command(args), None);
-        }
-        *client.info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
-        if !client.authenticated && !spec.has(flags::NOAUTH) {
-            return (Value::error(ERR_NOAUTH), None);
-        }
-        // Redis logs a denial inside MULTI (queued or run by EXEC) with the context `multi`.
-        let context = if client.multi.is_some() || client.info.in_multi.load(Ordering::Relaxed) { "multi" } else { "toplevel" };
-        if let Some(denied) = acl_denied(shared, client, &resolved, args, context) {
-            return refuse(caller, client, denied);
-        }
-        if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
-            return (subscribed_only(&resolved.full_name()), None);
-        }
-        if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
-            return (Value::error(ERR_LOADING), None);
-        }
-        // maxmemory with noeviction: commands that may grow memory are refused (queued in MULTI too, as Redis
-        // does: EXEC then fails); reads, deletes and releases still run, so memory can come down.
-        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
-            return refuse(caller, client, Value::error(ERR_OOM));
-        }
-        if spec.has(flags::WRITE) {
-            if shared.replication.is_replica() {
-                return refuse(caller, client, Value::error(ERR_READONLY));
-            }
-            if !shared.replication.enough_good_replicas() {
-                return refuse(caller, client, Value::error(ERR_NOREPLICAS));
-            }
-            if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
-                // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
-                // Inside MULTI this makes EXEC fail, as Redis's min-replicas-to-write does; EXEC checks again.
-                return refuse(caller, client, Value::error(ERR_NOREPLICAS));
-            }
-            if let Some(reason) = shared.aof.write_error() {
-                return refuse(caller, client, misconf(&reason));
-            }
-            if !crate::journal::format::command_record_fits(args) {
-                // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
-                return refuse(caller, client, Value::error(ERR_RECORD_TOO_LARGE));
-            }
-        }
-    }
-    if caller == Caller::Script {
-        if let Some(denied) = acl_denied(shared, client, &resolved, args, "lua") {
-            return (denied, None);
-        }
-    }
-    if caller == Caller::Script && spec.has(flags::WRITE) && shared.replication.is_replica() {
-        // A script on a replica may read, never write.
-        return (Value::error(ERR_READONLY), None);
-    }
     if let Some(queue) = &mut client.multi {
         if !spec.has(flags::NO_QUEUE) {
             if spec.has(flags::NO_MULTI) {
-                return refuse(caller, client, Value::error(ERR_NOT_IN_MULTI));
+                return (refuse(caller, client, Value::error(ERR_NOT_IN_MULTI)).0, None, Stage::Refused);
             }
             queue.push(args.to_vec());
-            return (Value::simple("QUEUED"), None);
+            return (Value::simple("QUEUED"), None, Stage::Queued);
         }
     }
     let mut ctx = Ctx::new(now, shared, client, args, spec, guard, !is_client, caller, execute);
     let reply = commands::call(&mut ctx);
     let block = if is_client { ctx.block.take() } else { None };
-    (reply, block)
+    (reply, block, Stage::Ran)
+}
+
+/// The gates a command passes before it runs or is queued; `Err` is the refusal (inside a client's MULTI, one that
+/// makes EXEC fail is marked through [`refuse`]).
+fn gates(caller: Caller, resolved: &commands::Resolved, shared: &Shared, client: &mut ClientState, args: &[Bytes]) -> Result<(), Value> {
+    let spec = resolved.spec;
+    let reject = |client: &mut ClientState, reply: Value| Err(refuse(caller, client, reply).0);
+    if caller == Caller::Client {
+        if spec.has(flags::INTERNAL) {
+            // Write-log records replay state with explicit tokens; a client must never forge them.
+            return Err(commands::unknown_command(args));
+        }
+        *client.info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
+        if !client.authenticated && !spec.has(flags::NOAUTH) {
+            return Err(Value::error(ERR_NOAUTH));
+        }
+        // Redis logs a denial inside MULTI (queued or run by EXEC) with the context `multi`.
+        let context = if client.multi.is_some() || client.info.in_multi.load(Ordering::Relaxed) { "multi" } else { "toplevel" };
+        if let Some(denied) = acl_denied(shared, client, resolved, args, context) {
+            return reject(client, denied);
+        }
+        if client.proto == ruvio_protocol::Protocol::Resp2 && client.subscribed() && !spec.has(flags::SUBSCRIBED_OK) {
+            return Err(subscribed_only(&resolved.full_name()));
+        }
+        if shared.loading.load(Ordering::Acquire) && !spec.has(flags::LOADING) {
+            return Err(Value::error(ERR_LOADING));
+        }
+        // maxmemory with noeviction: commands that may grow memory are refused (queued in MULTI too, as Redis
+        // does: EXEC then fails); reads, deletes and releases still run, so memory can come down.
+        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
+            return reject(client, Value::error(ERR_OOM));
+        }
+        if spec.has(flags::WRITE) {
+            if shared.replication.is_replica() {
+                return reject(client, Value::error(ERR_READONLY));
+            }
+            if !shared.replication.enough_good_replicas() {
+                return reject(client, Value::error(ERR_NOREPLICAS));
+            }
+            if client.durability_replicas > 0 && shared.replication.online_durable_replicas() < client.durability_replicas {
+                // Answered before it runs rather than after the timeout: too few replicas could ever acknowledge it.
+                // Inside MULTI this makes EXEC fail, as Redis's min-replicas-to-write does; EXEC checks again.
+                return reject(client, Value::error(ERR_NOREPLICAS));
+            }
+            if let Some(reason) = shared.aof.write_error() {
+                return reject(client, misconf(&reason));
+            }
+            if !crate::journal::format::command_record_fits(args) {
+                // Refused before it runs: acknowledged, it could not be reloaded (a record has a 32-bit length).
+                return reject(client, Value::error(ERR_RECORD_TOO_LARGE));
+            }
+        }
+    }
+    if caller == Caller::Script {
+        if let Some(denied) = acl_denied(shared, client, resolved, args, "lua") {
+            return Err(denied);
+        }
+    }
+    if caller == Caller::Script && spec.has(flags::WRITE) && shared.replication.is_replica() {
+        // A script on a replica may read, never write.
+        return Err(Value::error(ERR_READONLY));
+    }
+    Ok(())
 }
 
 /// The ACL gate: whether the connection's user may run this command (or subcommand) on these keys and channels;

@@ -24,12 +24,34 @@ use crate::shared::Shared;
 /// Upper bounds (µs) of the command latency histogram (exported in seconds).
 const LATENCY_BUCKETS_US: [u64; 12] = [10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 100_000, 1_000_000];
 
-/// One command's figures. Calls are the sum of the histogram's buckets (one atomic add fewer per command).
+/// One command's figures, as Redis's INFO commandstats keeps them: `calls` counts the times it ran (`failed` of
+/// those answered an error), `rejected` the times it was refused before running (ACL, OOM, READONLY, a script's
+/// rules, ...). The latency histogram and `sum_us` cover both.
 #[derive(Default)]
 pub struct CommandStat {
-    errors: AtomicU64,
+    calls: AtomicU64,
+    failed: AtomicU64,
+    rejected: AtomicU64,
     buckets: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
     sum_us: AtomicU64,
+}
+
+/// How a command call ended, for [`Metrics::record`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran; `failed`: its reply was an error.
+    Ran { failed: bool },
+    /// It was refused before running.
+    Rejected,
+}
+
+/// One line of INFO commandstats.
+pub struct CommandStatLine {
+    pub name: String,
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
 }
 
 /// One SLOWLOG entry, as Redis keeps it.
@@ -138,8 +160,8 @@ pub struct Metrics {
     /// SLOWLOG and LATENCY.
     pub slow: Slow,
     /// Per command (subcommands as `config|get`), keyed by the address of its static table entry: a lookup costs
-    /// one integer hash (aHash: SipHash showed in profiles), and the map never changes after start-up.
-    commands: HashMap<usize, (String, CommandStat), ahash::RandomState>,
+    /// one integer hash, and the map never changes after start-up.
+    commands: HashMap<usize, (String, CommandStat)>,
     /// Durable writes (CLIENT DURABILITY REPLICAS n) that waited for their acknowledgements ...
     pub durable_waits: AtomicU64,
     /// ... and those answered NOTDURABLE.
@@ -148,7 +170,7 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut commands = HashMap::default();
+        let mut commands = HashMap::new();
         for spec in commands::all() {
             commands.insert(spec as *const CommandSpec as usize, (spec.name.to_string(), CommandStat::default()));
             for sub in spec.subcommands {
@@ -160,16 +182,52 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// A client's command ran (or was refused) in `took`.
-    pub fn record(&self, spec: &'static CommandSpec, took: Duration, error: bool) {
+    /// A client's command (or one a script or EXEC ran for it) ran or was refused, in `took`.
+    pub fn record(&self, spec: &'static CommandSpec, took: Duration, outcome: Outcome) {
         let Some((_, s)) = self.commands.get(&(spec as *const CommandSpec as usize)) else { return };
         let us = took.as_micros().min(u64::MAX as u128) as u64;
-        if error {
-            s.errors.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Outcome::Ran { failed } => {
+                s.calls.fetch_add(1, Ordering::Relaxed);
+                if failed {
+                    s.failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Outcome::Rejected => {
+                s.rejected.fetch_add(1, Ordering::Relaxed);
+            }
         }
         let i = LATENCY_BUCKETS_US.iter().position(|b| us <= *b).unwrap_or(LATENCY_BUCKETS_US.len());
         s.buckets[i].fetch_add(1, Ordering::Relaxed);
         s.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// INFO commandstats: the commands called or refused since start or CONFIG RESETSTAT, by name.
+    pub fn command_stats(&self) -> Vec<CommandStatLine> {
+        let mut lines: Vec<CommandStatLine> = self
+            .commands
+            .values()
+            .map(|(name, s)| CommandStatLine {
+                name: name.clone(),
+                calls: s.calls.load(Ordering::Relaxed),
+                usec: s.sum_us.load(Ordering::Relaxed),
+                rejected: s.rejected.load(Ordering::Relaxed),
+                failed: s.failed.load(Ordering::Relaxed),
+            })
+            .filter(|l| l.calls > 0 || l.rejected > 0)
+            .collect();
+        lines.sort_by(|a, b| a.name.cmp(&b.name));
+        lines
+    }
+
+    /// CONFIG RESETSTAT: every command's figures back to zero (Prometheus sees a counter reset, as after a
+    /// restart, and its rate functions handle that).
+    pub fn reset(&self) {
+        for (_, s) in self.commands.values() {
+            for c in [&s.calls, &s.failed, &s.rejected, &s.sum_us].into_iter().chain(s.buckets.iter()) {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
     }
 }
 
@@ -200,11 +258,14 @@ fn scrape(shared: &Shared) -> Scrape {
     let mut commands: Vec<_> = m
         .commands
         .values()
-        .filter_map(|(name, s)| {
-            let buckets: Vec<u64> = s.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect();
-            let calls = buckets.iter().sum::<u64>();
-            (calls > 0).then(|| (name.clone(), calls, s.errors.load(Ordering::Relaxed), buckets, s.sum_us.load(Ordering::Relaxed)))
+        .map(|(name, s)| {
+            let buckets = s.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect();
+            // The endpoint's calls and errors count refusals too (an error reply), as they always have.
+            let rejected = s.rejected.load(Ordering::Relaxed);
+            let calls = s.calls.load(Ordering::Relaxed) + rejected;
+            (name.clone(), calls, s.failed.load(Ordering::Relaxed) + rejected, buckets, s.sum_us.load(Ordering::Relaxed))
         })
+        .filter(|c| c.1 > 0)
         .collect();
     commands.sort();
     let connected_clients = shared.clients.lock().len() as u64;

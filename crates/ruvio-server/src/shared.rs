@@ -30,6 +30,8 @@ pub struct Stats {
     /// Error replies sent, by error code (the first word: `ERR`, `WRONGTYPE`, a script's own `MY_CODE`), for INFO
     /// `errorstats`; at most [`ERROR_CODES_TRACKED`] codes, as Redis bounds them.
     pub error_replies: Mutex<HashMap<String, u64>>,
+    /// Every error reply counted (INFO's `total_error_replies`), codes beyond the tracked ones included.
+    pub error_replies_total: AtomicU64,
 }
 
 /// Redis's `ERROR_STATS_NUMBER`: distinct error codes INFO errorstats keeps (a script can make up any code).
@@ -47,6 +49,7 @@ impl Stats {
     pub fn count_error(&self, text: &[u8]) {
         let code = text.split(|&b| b == b' ').next().unwrap_or(b"ERR");
         let code = String::from_utf8_lossy(if code.is_empty() { b"ERR" } else { code });
+        self.error_replies_total.fetch_add(1, Ordering::Relaxed);
         let mut errors = self.error_replies.lock();
         if let Some(n) = errors.get_mut(code.as_ref()) {
             *n += 1;
@@ -66,6 +69,7 @@ impl Stats {
             &self.net_input_bytes,
             &self.net_output_bytes,
             &self.pubsub_disconnects,
+            &self.error_replies_total,
         ] {
             c.store(0, Ordering::Relaxed);
         }

@@ -7,7 +7,7 @@ use ruvio_protocol::Value;
 use super::ERR_WRONGTYPE;
 use crate::keyspace::{Data, Db, Entry, ListValue, SetValue, ZSetValue};
 
-/// A collection stored boxed in [`Data`].
+/// A collection stored in [`Data`] (boxed, unless the value is one pointer already).
 pub trait Collection: Sized {
     fn empty() -> Self;
     fn is_empty(&self) -> bool;
@@ -18,6 +18,9 @@ pub trait Collection: Sized {
 
 macro_rules! collection {
     ($ty:ty, $variant:ident) => {
+        collection!($ty, $variant, Box::new);
+    };
+    ($ty:ty, $variant:ident, $wrap:expr) => {
         impl Collection for $ty {
             fn empty() -> Self {
                 <$ty>::new()
@@ -38,14 +41,15 @@ macro_rules! collection {
                 }
             }
             fn into_data(self) -> Data {
-                Data::$variant(Box::new(self))
+                Data::$variant($wrap(self))
             }
         }
     };
 }
 collection!(ListValue, List);
 collection!(SetValue, Set);
-collection!(ZSetValue, ZSet);
+// A sorted set is already one thin pointer (keyspace/zset.rs): stored unboxed.
+collection!(ZSetValue, ZSet, std::convert::identity);
 
 /// The collection at `key`: `Ok(None)` if missing, WRONGTYPE if the key holds something else.
 pub fn read<'d, T: Collection>(db: &'d mut Db, key: &[u8], now: u64) -> Result<Option<&'d T>, Value> {

@@ -20,15 +20,20 @@ const SECTIONS: &[(&str, Section)] = &[
     ("cpu", cpu),
     ("locks", locks),
     ("ruvio", ruvio),
+    ("commandstats", commandstats),
     ("errorstats", errorstats),
     ("keyspace", keyspace),
 ];
 
+/// Sections `INFO` and `INFO default` leave out (printed when named, or by `all` / `everything`), as Redis does.
+const NOT_DEFAULT: &[&str] = &["commandstats"];
+
 pub fn render(ctx: &mut Ctx, wanted: &[String]) -> String {
-    let all = wanted.is_empty() || wanted.iter().any(|w| w == "all" || w == "everything" || w == "default");
+    let every = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = wanted.is_empty() || wanted.iter().any(|w| w == "default");
     let mut out = String::new();
     for (name, f) in SECTIONS {
-        if all || wanted.iter().any(|w| w == name) {
+        if every || (default && !NOT_DEFAULT.contains(name)) || wanted.iter().any(|w| w == name) {
             if !out.is_empty() {
                 out.push_str("\r\n");
             }
@@ -105,6 +110,19 @@ fn persistence(ctx: &mut Ctx, out: &mut String) {
     crate::persistence::info_section(&ctx.shared.aof, &ctx.shared.journal, figures, out);
 }
 
+/// `cmdstat_<name>:calls=..,usec=..,usec_per_call=..,rejected_calls=..,failed_calls=..` per command (a subcommand
+/// as `config|get`) called or refused since start or CONFIG RESETSTAT, including those scripts and EXEC ran.
+fn commandstats(ctx: &mut Ctx, out: &mut String) {
+    for l in ctx.shared.metrics.command_stats() {
+        let per_call = if l.calls == 0 { 0.0 } else { l.usec as f64 / l.calls as f64 };
+        let _ = write!(
+            out,
+            "cmdstat_{}:calls={},usec={},usec_per_call={per_call:.2},rejected_calls={},failed_calls={}\r\n",
+            l.name, l.calls, l.usec, l.rejected, l.failed
+        );
+    }
+}
+
 /// `errorstat_<CODE>:count=<n>` per error code replied since start or CONFIG RESETSTAT (Redis's section).
 fn errorstats(ctx: &mut Ctx, out: &mut String) {
     let mut codes: Vec<(String, u64)> = ctx.shared.stats.error_replies.lock().iter().map(|(k, v)| (k.clone(), *v)).collect();
@@ -125,7 +143,7 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
     let g = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
     let _ = write!(
         out,
-        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nevicted_scripts:{}\r\n",
+        "total_connections_received:{}\r\ntotal_commands_processed:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\nexpired_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nclient_output_buffer_limit_disconnections:{}\r\nevicted_scripts:{}\r\ntotal_error_replies:{}\r\n",
         g(&s.connections_received),
         g(&s.commands_processed),
         g(&s.net_input_bytes),
@@ -138,6 +156,7 @@ fn stats(ctx: &mut Ctx, out: &mut String) {
         patterns,
         g(&s.pubsub_disconnects),
         g(&ctx.shared.scripts.evicted_scripts),
+        g(&s.error_replies_total),
     );
 }
 

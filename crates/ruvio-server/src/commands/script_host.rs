@@ -12,9 +12,21 @@ use super::context::{Caller, Execute};
 use super::{flags, Resolved};
 use crate::client::ClientState;
 use crate::errors::*;
+use crate::metrics::Outcome;
 use crate::scripting::engine::Host;
 use crate::shared::Shared;
 use crate::store::Store;
+
+/// What a running script may call, from the command that started it and the flags the script declares.
+#[derive(Clone, Copy, Debug)]
+pub struct ScriptRules {
+    /// EVAL_RO / FCALL_RO, or a `no-writes` script: writes are refused.
+    pub read_only: bool,
+    /// A script without declared flags: a command that may grow memory is refused over `maxmemory` until the script
+    /// has written something (after that, refusing would break its atomicity). A script with flags was checked
+    /// once before it started (`allow-oom` lifts it).
+    pub oom_per_command: bool,
+}
 
 /// Runs a script's commands as its client, with the lock the script holds, at the script's instant.
 pub struct ServerHost<'a, 'g> {
@@ -22,47 +34,27 @@ pub struct ServerHost<'a, 'g> {
     pub client: &'a mut ClientState,
     pub guard: &'a mut Option<MutexGuard<'g, Store>>,
     pub now: u64,
-    /// EVAL_RO / FCALL_RO: writes are refused.
-    pub read_only: bool,
+    pub rules: ScriptRules,
     /// The execution path the EVAL came through ([`Ctx::execute`](super::context::Ctx)).
     pub execute: Execute,
 }
 
 impl Host for ServerHost<'_, '_> {
+    /// Every error a called command gives (refused or failed) is counted in INFO errorstats here, where it
+    /// happens, as Redis does; the engine marks it so that a script ending with that same error does not count it
+    /// again ([`Host::error_already_counted`]).
     fn call(&mut self, argv: &[Bytes], numbers: &[(usize, f64)]) -> Result<Value, String> {
-        let resolved = match super::resolve(argv) {
-            Ok(r) => r,
-            Err(e) => {
-                let text = error_text(&e);
-                return Err(if text.starts_with("ERR unknown command") {
-                    ERR_SCRIPT_UNKNOWN_COMMAND.to_string()
-                } else if text.starts_with("ERR wrong number of arguments") {
-                    ERR_SCRIPT_WRONG_ARITY.to_string()
-                } else {
-                    text
-                });
-            }
-        };
-        if let Some(refusal) = refuse_in_script(self.shared, self.client, &resolved, argv, self.read_only) {
-            return Err(error_text(&refusal));
+        let result = self.run_call(argv, numbers);
+        match &result {
+            Err(text) => self.shared.stats.count_error(text.as_bytes()),
+            Ok(Value::Error(text)) => self.shared.stats.count_error(text),
+            Ok(_) => {}
         }
-        let exact;
-        let argv = match token_from_number(&resolved, numbers) {
-            Ok(None) => argv,
-            Ok(Some(token)) => {
-                exact = with_arg(argv, flags::TOKEN_ARG_INDEX, token);
-                &exact[..]
-            }
-            Err(e) => return Err(e.to_string()),
-        };
-        let shared = self.shared;
-        shared.store_in(self.guard);
-        let before = self.guard.as_ref().map(|s| s.changes()).unwrap_or(0);
-        let (reply, _block) = (self.execute)(Caller::Script, self.now, shared, self.client, argv, self.guard);
-        if self.guard.as_ref().map(|s| s.changes()).unwrap_or(0) != before {
-            shared.scripts.run.wrote.store(true, Ordering::Release);
-        }
-        Ok(reply)
+        result
+    }
+
+    fn error_already_counted(&mut self) {
+        self.client.info.reply_error_counted.store(true, Ordering::Release);
     }
 
     /// Redis's `luaRedisAclCheckCmdPermissionsCommand`: the command (or subcommand) by name alone, as Redis's
@@ -77,6 +69,50 @@ impl Host for ServerHost<'_, '_> {
             Resolved { spec: spec.find_subcommand(&argv[1]).ok_or_else(invalid)?, parent: Some(spec) }
         };
         Ok(self.client.user.as_ref().is_none_or(|u| u.perms().check(&resolved, argv).is_ok()))
+    }
+}
+
+impl ServerHost<'_, '_> {
+    /// One `redis.call`: the script's rules, then the execution path as [`Caller::Script`].
+    fn run_call(&mut self, argv: &[Bytes], numbers: &[(usize, f64)]) -> Result<Value, String> {
+        let resolved = match super::resolve(argv) {
+            Ok(r) => r,
+            Err(e) => {
+                let text = error_text(&e);
+                return Err(if text.starts_with("ERR unknown command") {
+                    ERR_SCRIPT_UNKNOWN_COMMAND.to_string()
+                } else if text.starts_with("ERR wrong number of arguments") {
+                    ERR_SCRIPT_WRONG_ARITY.to_string()
+                } else {
+                    text
+                });
+            }
+        };
+        let rejected = |shared: &Shared| shared.metrics.record(resolved.spec, std::time::Duration::ZERO, Outcome::Rejected);
+        if let Some(refusal) = refuse_in_script(self.shared, self.client, &resolved, argv, self.rules) {
+            rejected(self.shared);
+            return Err(error_text(&refusal));
+        }
+        let exact;
+        let argv = match token_from_number(&resolved, numbers) {
+            Ok(None) => argv,
+            Ok(Some(token)) => {
+                exact = with_arg(argv, flags::TOKEN_ARG_INDEX, token);
+                &exact[..]
+            }
+            Err(e) => {
+                rejected(self.shared);
+                return Err(e.to_string());
+            }
+        };
+        let shared = self.shared;
+        shared.store_in(self.guard);
+        let before = self.guard.as_ref().map(|s| s.changes()).unwrap_or(0);
+        let (reply, _block) = (self.execute)(Caller::Script, self.now, shared, self.client, argv, self.guard);
+        if self.guard.as_ref().map(|s| s.changes()).unwrap_or(0) != before {
+            shared.scripts.run.wrote.store(true, Ordering::Release);
+        }
+        Ok(reply)
     }
 }
 
@@ -116,7 +152,7 @@ fn with_arg(args: &[Bytes], at: usize, n: i64) -> Vec<Bytes> {
 }
 
 /// Why a command may not run from a script (None: it may).
-fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, args: &[Bytes], read_only: bool) -> Option<Value> {
+fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, args: &[Bytes], rules: ScriptRules) -> Option<Value> {
     let top = resolved.parent.unwrap_or(resolved.spec);
     if top.has(flags::INTERNAL) {
         return Some(Value::error(ERR_SCRIPT_UNKNOWN_COMMAND));
@@ -125,8 +161,15 @@ fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, 
     if top.has(flags::NOSCRIPT) || spec.has(flags::NOSCRIPT) {
         return Some(Value::error(ERR_SCRIPT_NOT_ALLOWED));
     }
+    if rules.oom_per_command
+        && spec.has(flags::DENYOOM)
+        && !shared.scripts.run.wrote.load(Ordering::Acquire)
+        && shared.stats.over_maxmemory(shared.config.read().maxmemory)
+    {
+        return Some(Value::error(ERR_OOM));
+    }
     if spec.has(flags::WRITE) {
-        if read_only {
+        if rules.read_only {
             return Some(Value::error(ERR_SCRIPT_WRITE_IN_RO));
         }
         if !shared.replication.enough_good_replicas() {

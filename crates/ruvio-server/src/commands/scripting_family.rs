@@ -9,7 +9,7 @@ use parking_lot::MutexGuard;
 use ruvio_protocol::Value;
 
 use super::flags::*;
-use super::script_host::ServerHost;
+use super::script_host::{ScriptRules, ServerHost};
 use super::{eq_ic, CommandSpec};
 use crate::client::ClientState;
 use super::context::{Ctx, Execute};
@@ -133,8 +133,9 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, ro_cmd: bool) -> Value {
     if let Some(refused) = refuse_by_flags(ctx.shared, &flags, ro_cmd) {
         return refused;
     }
-    let read_only = ro_cmd || flags.no_writes;
-    start(ctx, Job::Script(sha), keys, argv, read_only)
+    // A script that declares no flags may write and is checked against maxmemory command by command, as in Redis.
+    let rules = ScriptRules { read_only: ro_cmd || flags.no_writes, oom_per_command: !flags.declared };
+    start(ctx, Job::Script(sha), keys, argv, rules)
 }
 
 fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
@@ -161,9 +162,10 @@ fn fcall_generic(ctx: &mut Ctx, ro_cmd: bool) -> Value {
     if let Some(refused) = refuse_by_flags(ctx.shared, &flags, ro_cmd) {
         return refused;
     }
-    let read_only = ro_cmd || flags.no_writes;
+    // A script that declares no flags may write and is checked against maxmemory command by command, as in Redis.
+    let rules = ScriptRules { read_only: ro_cmd || flags.no_writes, oom_per_command: !flags.declared };
     let command = ctx.args.to_vec();
-    start(ctx, Job::Function(name, command), keys, argv, read_only)
+    start(ctx, Job::Function(name, command), keys, argv, rules)
 }
 
 /// What a script that declares its flags (a function, or an EVAL body with a `#!lua` shebang) is refused before it
@@ -209,14 +211,14 @@ struct Handoff {
 /// blocked command, so it keeps serving its other connections (which get -BUSY once the script is past
 /// `busy-reply-threshold`, and can send SCRIPT KILL or SHUTDOWN NOSAVE). A script never runs on an I/O thread
 /// outside EXEC: one that ran long there would leave every client of that thread unanswered.
-fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only: bool) -> Value {
+fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, rules: ScriptRules) -> Value {
     let execute = ctx.execute;
     if ctx.in_exec || tokio::runtime::Handle::try_current().is_err() {
         let now = ctx.now;
         let in_exec = ctx.in_exec;
         let (shared, client, guard) = ctx.parts();
         // Inside EXEC the transaction's MULTI ... EXEC already wraps the script's records.
-        return run_job(shared, client, guard, execute, &job, &keys, &argv, read_only, now, !in_exec);
+        return run_job(shared, client, guard, execute, &job, &keys, &argv, rules, now, !in_exec);
     }
     ctx.unlock();
     let shared = ctx.shared.clone();
@@ -236,7 +238,7 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, read_only:
             shared.store_in(&mut guard);
             crate::clock::mono_ms()
         };
-        let reply = run_job(&shared, &mut client, &mut guard, execute, &job, &keys, &argv, read_only, now, true);
+        let reply = run_job(&shared, &mut client, &mut guard, execute, &job, &keys, &argv, rules, now, true);
         drop(guard);
         let _ = tx.send(reply);
         *signal.done.lock() = true;
@@ -270,7 +272,7 @@ fn run_job<'g>(
     job: &Job,
     keys: &[Bytes],
     argv: &[Bytes],
-    read_only: bool,
+    rules: ScriptRules,
     now: u64,
     wrap: bool,
 ) -> Value {
@@ -297,7 +299,7 @@ fn run_job<'g>(
             Job::Script(sha) => Target::Script(sha),
             Job::Function(name, _) => Target::Function(name),
         };
-        let mut host = ServerHost { shared, client: &mut *client, guard: &mut *guard, now, read_only, execute };
+        let mut host = ServerHost { shared, client: &mut *client, guard: &mut *guard, now, rules, execute };
         let reply = engine.run(target, keys, argv, &mut host);
         shared.scripts.update_stats(&engine);
         reply

@@ -152,7 +152,13 @@ fn config_set(ctx: &mut Ctx) -> Value {
     if next.coordinator_pass != old_coord {
         ctx.shared.acl.set_coordinator_password(next.coordinator_pass.as_deref());
     }
+    let maxmemory_changed = next.maxmemory != ctx.shared.config.read().maxmemory;
     *ctx.shared.config.write() = next;
+    if maxmemory_changed {
+        // The sampled figure the limit is compared with is refreshed now, not at the next timer tick, so the very
+        // next command sees the new limit applied (as in Redis, which measures on every command).
+        ctx.shared.stats.used_memory.store(super::info::rss_bytes(), std::sync::atomic::Ordering::Relaxed);
+    }
     let shared = ctx.shared;
     shared.set_notify_flags(ctx.store(), notify);
     Value::ok()
@@ -160,6 +166,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
 
 fn config_resetstat(ctx: &mut Ctx) -> Value {
     ctx.shared.stats.reset();
+    ctx.shared.metrics.reset();
     let store = ctx.store();
     store.locks.stats = Default::default();
     store.expired_keys = 0;

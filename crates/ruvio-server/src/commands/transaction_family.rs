@@ -14,6 +14,7 @@ use crate::client::{ClientState, Watched};
 use super::context::{Caller, Ctx};
 use crate::keyspace::{CompactBytes, WatchFlag};
 use crate::shared::Shared;
+use crate::metrics::Outcome;
 use crate::store::Store;
 use crate::errors::*;
 
@@ -103,11 +104,19 @@ fn exec(ctx: &mut Ctx) -> Value {
             Ok(resolved) => match user.as_ref().and_then(|u| u.perms().check(&resolved, args).err().map(|d| (u, d))) {
                 Some((u, denial)) => {
                     ctx.shared.acl.deny(&denial, "multi", &u.name, ctx.client.info.describe());
+                    ctx.shared.metrics.record(resolved.spec, std::time::Duration::ZERO, Outcome::Rejected);
                     denial.exec_reply()
                 }
                 None => {
+                    // Each queued command counts in INFO commandstats when it runs here, as in Redis (queueing
+                    // did not count it); a replayed log's EXEC does not.
+                    let started = std::time::Instant::now();
                     let mut sub = ctx.nested(args, resolved.spec);
-                    super::call(&mut sub)
+                    let reply = super::call(&mut sub);
+                    if ctx.caller == Caller::Client {
+                        ctx.shared.metrics.record(resolved.spec, started.elapsed(), Outcome::Ran { failed: reply.is_error() });
+                    }
+                    reply
                 }
             },
             Err(e) => e,

@@ -166,7 +166,7 @@ fn store_zset(db: &mut Db, dst: &[u8], now: u64, mut z: ZSetValue, limits: &Limi
         db.remove(dst, now);
     } else {
         z.refit(limits);
-        db.insert(dst, Entry::new(Data::ZSet(Box::new(z))));
+        db.insert(dst, Entry::new(Data::ZSet(z)));
     }
 }
 
@@ -442,6 +442,25 @@ fn range_ranks(z: &ZSetValue, range: &Range) -> (usize, usize) {
     (start, end.max(start))
 }
 
+/// The ranks `[a, end)` that `start..=stop` (ZRANGE's indexes, negative ones from the end) cover in a set of `len`
+/// members; `None` when empty.
+fn rank_span(len: usize, start: i64, stop: i64) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let (mut a, mut b) = (start, stop);
+    if a < 0 {
+        a += len;
+    }
+    if b < 0 {
+        b += len;
+    }
+    a = a.max(0);
+    if a > b || a >= len {
+        return None;
+    }
+    b = b.min(len - 1);
+    Some((a as usize, b as usize + 1))
+}
+
 /// The members `range` selects, in order (reversed for `rev`), after skipping `offset` and taking at most `limit`
 /// (negative: all). O(log n + members returned), offsets included.
 pub fn select(z: &ZSetValue, range: &Range, rev: bool, offset: i64, limit: i64) -> Vec<(Bytes, f64)> {
@@ -453,24 +472,11 @@ pub fn select(z: &ZSetValue, range: &Range, rev: bool, offset: i64, limit: i64) 
     }
     match range {
         Range::Rank(start, stop) => {
-            let len = z.len() as i64;
-            let (mut a, mut b) = (*start, *stop);
-            if a < 0 {
-                a += len;
-            }
-            if b < 0 {
-                b += len;
-            }
-            a = a.max(0);
-            if a > b || a >= len {
-                return Vec::new();
-            }
-            b = b.min(len - 1);
-            let n = (b - a + 1) as usize;
+            let Some((a, end)) = rank_span(z.len(), *start, *stop) else { return Vec::new() };
             if rev {
-                copy(&mut z.iter_down_from((len - 1 - a) as usize), n)
+                copy(&mut z.iter_down_from(z.len() - 1 - a), end - a)
             } else {
-                copy(&mut z.iter_from(a as usize), n)
+                copy(&mut z.iter_from(a), end - a)
             }
         }
         _ => {
@@ -631,18 +637,20 @@ fn remrange(ctx: &mut Ctx, kind: u8) -> Value {
     };
     let now = ctx.now;
     let db = ctx.db();
-    let victims = match read_zset(db, &args[1], now) {
+    let (start, end) = match read_zset(db, &args[1], now) {
         Err(e) => return e,
         Ok(None) => return Value::Integer(0),
-        Ok(Some(z)) => select(z, &range, false, 0, -1),
+        Ok(Some(z)) => match &range {
+            Range::Rank(a, b) => rank_span(z.len(), *a, *b).unwrap_or((0, 0)),
+            _ => range_ranks(z, &range),
+        },
     };
-    if victims.is_empty() {
+    if start >= end {
         return Value::Integer(0);
     }
-    write_zset(db, &args[1], now, |z| victims.iter().for_each(|(m, _)| {
-        z.remove(m);
-    }));
-    Value::Integer(victims.len() as i64)
+    // The members of a range are consecutive ranks: removed at once (one splice of a packed set), no copies.
+    let n = write_zset(db, &args[1], now, |z| z.remove_ranks(start, end));
+    Value::Integer(n as i64)
 }
 
 fn zremrangebyrank(ctx: &mut Ctx) -> Value {
@@ -1117,9 +1125,11 @@ fn zrandmember(ctx: &mut Ctx) -> Value {
     if !unique && count > MAX_RANDOM_REPEATS {
         return Value::error(ERR_VALUE_OUT_OF_RANGE);
     }
+    // A packed set has no random access (nth is a scan): list it once, then pick.
+    let listed: Option<Vec<(&[u8], f64)>> = z.is_packed().then(|| z.iter().collect());
     let items: Vec<(Bytes, f64)> = random_positions(z.len(), count, unique)
         .into_iter()
-        .filter_map(|i| z.nth(i))
+        .filter_map(|i| listed.as_ref().map_or_else(|| z.nth(i), |l| l.get(i).copied()))
         .map(|(m, s)| (Bytes::copy_from_slice(m), s))
         .collect();
     if withscores {
@@ -1189,14 +1199,23 @@ fn zscan(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
     };
     let mut items = Vec::new();
+    let mut add = |m: &[u8], s: f64| {
+        if pattern.as_ref().is_none_or(|p| glob_match(p, m, false)) {
+            items.push(bulk(m));
+            items.push(Value::Bulk(Bytes::from(fmt_score(s))));
+        }
+    };
+    // A packed set is returned whole with cursor 0, as Redis returns a listpack (walked in one pass: its entries
+    // have no positions to jump to).
+    if z.is_packed() {
+        z.iter().for_each(|(m, s)| add(m, s));
+        return Value::Array(vec![Value::Bulk(Bytes::from_static(b"0")), Value::Array(items)]);
+    }
     // Node positions, not ranks: a member keeps its position while it stays, so one present for the whole scan
     // is returned even while others come and go.
-    let next = scan_positions(z.slots(), cursor, count, z.encoding() == "listpack", |i| {
+    let next = scan_positions(z.slots(), cursor, count, false, |i| {
         if let Some((m, s)) = z.slot(i) {
-            if pattern.as_ref().is_none_or(|p| glob_match(p, m, false)) {
-                items.push(bulk(m));
-                items.push(Value::Bulk(Bytes::from(fmt_score(s))));
-            }
+            add(m, s);
         }
     });
     Value::Array(vec![Value::Bulk(Bytes::from(next.to_string())), Value::Array(items)])

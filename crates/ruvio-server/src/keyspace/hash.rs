@@ -10,14 +10,14 @@
 //!
 //! A hash starts packed and turns into a table, for good, when a write would break either limit (Redis does the
 //! same; a snapshot load re-packs what fits). The whole value is one thin pointer (8 bytes), so a key's slot in the
-//! keyspace does not grow: the low bit tells a packed allocation (bit clear) from a boxed table (bit set).
+//! keyspace does not grow: `keyspace/packed.rs`, shared with sorted sets, keeps the packed allocation or the boxed
+//! table behind it.
 
-use std::alloc::{alloc, dealloc, handle_alloc_error, realloc, Layout};
 use std::fmt;
-use std::ptr::NonNull;
 
 use hashbrown::HashTable;
 
+use super::packed::{put_str, read_str, str_len, PackedOr, View, MAX_PACKED};
 use super::CompactBytes;
 
 /// When a packed hash becomes a table (`hash-max-listpack-entries`, `hash-max-listpack-value`).
@@ -39,58 +39,12 @@ impl Limits {
     }
 }
 
-// ----- the packed encoding -----
-
-/// Header of a packed allocation: content length in bytes, number of fields.
-const PACK_HEADER: usize = 8;
-const PACK_ALIGN: usize = 4;
-
-fn pack_layout(content: usize) -> Layout {
-    Layout::from_size_align(PACK_HEADER + content, PACK_ALIGN).expect("hash too large")
-}
-
-fn varint_len(mut n: usize) -> usize {
-    let mut len = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        len += 1;
-    }
-    len
-}
-
-fn put_varint(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-/// Reads one length-prefixed string at `*pos`. The contents are written only by this module, so they are well
-/// formed; a bad length would be a bug, and panics rather than read out of bounds.
-fn read_str<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
-    let mut n = 0usize;
-    let mut shift = 0;
-    loop {
-        let b = buf[*pos];
-        *pos += 1;
-        n |= ((b & 0x7f) as usize) << shift;
-        if b & 0x80 == 0 {
-            break;
-        }
-        shift += 7;
-    }
-    let s = &buf[*pos..*pos + n];
-    *pos += n;
-    s
-}
+// ----- the packed encoding (keyspace/packed.rs) -----
 
 fn encode_pair(field: &[u8], value: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(varint_len(field.len()) + field.len() + varint_len(value.len()) + value.len());
-    put_varint(&mut out, field.len());
-    out.extend_from_slice(field);
-    put_varint(&mut out, value.len());
-    out.extend_from_slice(value);
+    let mut out = Vec::with_capacity(str_len(field) + str_len(value));
+    put_str(&mut out, field);
+    put_str(&mut out, value);
     out
 }
 
@@ -135,6 +89,7 @@ fn pack_find(buf: &[u8], field: &[u8]) -> Option<Found> {
 
 // ----- the table encoding -----
 
+#[derive(Clone)]
 struct Table {
     pairs: Vec<(CompactBytes, CompactBytes)>,
     index: HashTable<u32>,
@@ -203,21 +158,9 @@ impl Table {
 
 // ----- the value -----
 
-const TABLE_TAG: usize = 1;
-
 /// A hash value; see the module documentation.
 pub struct HashValue {
-    ptr: NonNull<u8>,
-}
-
-// SAFETY: HashValue owns its allocation (packed bytes or a boxed Table) exclusively, like a Box.
-unsafe impl Send for HashValue {}
-unsafe impl Sync for HashValue {}
-
-/// A read-only view of either encoding.
-enum View<'a> {
-    Pack { buf: &'a [u8], count: usize },
-    Table(&'a Table),
+    inner: PackedOr<Table>,
 }
 
 impl Default for HashValue {
@@ -233,98 +176,27 @@ impl HashValue {
     }
 
     fn alloc_pack(content: &[u8], count: usize) -> Self {
-        let len = u32::try_from(content.len()).expect("packed hash over 4 GB");
-        let layout = pack_layout(content.len());
-        // SAFETY: the layout is non-zero sized (header); we write the header and exactly `len` bytes inside it.
-        unsafe {
-            let p = alloc(layout);
-            let Some(ptr) = NonNull::new(p) else { handle_alloc_error(layout) };
-            (p as *mut u32).write(len);
-            (p as *mut u32).add(1).write(count as u32);
-            std::ptr::copy_nonoverlapping(content.as_ptr(), p.add(PACK_HEADER), content.len());
-            HashValue { ptr }
-        }
+        HashValue { inner: PackedOr::pack(content, count) }
     }
 
     fn from_table(t: Table) -> Self {
-        let raw = Box::into_raw(Box::new(t)) as *mut u8;
-        // Box<Table> is 8-aligned, so the low bit is free for the tag.
-        let tagged = (raw as usize | TABLE_TAG) as *mut u8;
-        HashValue { ptr: NonNull::new(tagged).expect("a box is never null") }
+        HashValue { inner: PackedOr::big(t) }
     }
 
     fn is_table(&self) -> bool {
-        self.ptr.as_ptr() as usize & TABLE_TAG != 0
+        self.inner.is_big()
     }
 
-    fn table_ptr(&self) -> *mut Table {
-        (self.ptr.as_ptr() as usize & !TABLE_TAG) as *mut Table
-    }
-
-    /// (content length, count) of a packed hash.
-    fn pack_header(&self) -> (usize, usize) {
-        debug_assert!(!self.is_table());
-        // SAFETY: a packed allocation starts with two u32s written in `alloc_pack`/`pack_splice`; 4-aligned.
-        unsafe {
-            let p = self.ptr.as_ptr() as *const u32;
-            (p.read() as usize, p.add(1).read() as usize)
-        }
-    }
-
-    fn view(&self) -> View<'_> {
-        if self.is_table() {
-            // SAFETY: the tag says this is a Box<Table> we own; shared borrow tied to &self.
-            View::Table(unsafe { &*self.table_ptr() })
-        } else {
-            let (len, count) = self.pack_header();
-            // SAFETY: `len` content bytes follow the header (see `alloc_pack`).
-            let buf = unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(PACK_HEADER), len) };
-            View::Pack { buf, count }
-        }
+    fn view(&self) -> View<'_, Table> {
+        self.inner.view()
     }
 
     fn table_mut(&mut self) -> Option<&mut Table> {
-        // SAFETY: as in `view`, with the exclusive borrow of self.
-        self.is_table().then(|| unsafe { &mut *self.table_ptr() })
+        self.inner.big_mut()
     }
 
-    /// Replaces bytes `start..end` of a packed hash's contents with `insert`, changing its count by `delta`;
-    /// reallocates to the exact new size (as Redis's listpack does).
     fn pack_splice(&mut self, start: usize, end: usize, insert: &[u8], delta: isize) {
-        let (len, count) = self.pack_header();
-        debug_assert!(start <= end && end <= len);
-        let new_len = len - (end - start) + insert.len();
-        let new_count = (count as isize + delta) as usize;
-        let tail = len - end;
-        u32::try_from(new_len).expect("packed hash over 4 GB");
-        // SAFETY: every copy stays inside the allocation of the size it was (re)allocated with; `realloc` keeps the
-        // contents up to the smaller size, and the tail is moved before shrinking / after growing.
-        unsafe {
-            let mut p = self.ptr.as_ptr();
-            let old_layout = pack_layout(len);
-            if new_len > len {
-                p = realloc(p, old_layout, PACK_HEADER + new_len);
-                if p.is_null() {
-                    handle_alloc_error(pack_layout(new_len));
-                }
-                let data = p.add(PACK_HEADER);
-                std::ptr::copy(data.add(end), data.add(start + insert.len()), tail);
-                std::ptr::copy_nonoverlapping(insert.as_ptr(), data.add(start), insert.len());
-            } else {
-                let data = p.add(PACK_HEADER);
-                std::ptr::copy_nonoverlapping(insert.as_ptr(), data.add(start), insert.len());
-                std::ptr::copy(data.add(end), data.add(start + insert.len()), tail);
-                if new_len < len {
-                    p = realloc(p, old_layout, PACK_HEADER + new_len);
-                    if p.is_null() {
-                        handle_alloc_error(pack_layout(new_len));
-                    }
-                }
-            }
-            (p as *mut u32).write(new_len as u32);
-            (p as *mut u32).add(1).write(new_count as u32);
-            self.ptr = NonNull::new_unchecked(p);
-        }
+        self.inner.splice(start, end, insert, delta)
     }
 
     /// Turns a packed hash into a table, keeping its order.
@@ -341,7 +213,7 @@ impl HashValue {
     pub fn len(&self) -> usize {
         match self.view() {
             View::Pack { count, .. } => count,
-            View::Table(t) => t.pairs.len(),
+            View::Big(t) => t.pairs.len(),
         }
     }
 
@@ -360,7 +232,7 @@ impl HashValue {
                 let mut pos = f.value_start;
                 read_str(buf, &mut pos)
             }),
-            View::Table(t) => t.position(field).map(|i| &*t.pairs[i].1),
+            View::Big(t) => t.position(field).map(|i| &*t.pairs[i].1),
         }
     }
 
@@ -374,7 +246,8 @@ impl HashValue {
         if let View::Pack { buf, count } = self.view() {
             let (found, len) = (pack_find(buf, field), buf.len());
             let grows = found.is_none();
-            if !limits.fits(field, value) || (grows && count + 1 > limits.max_entries) {
+            let too_big = len + str_len(field) + str_len(value) > MAX_PACKED;
+            if !limits.fits(field, value) || (grows && count + 1 > limits.max_entries) || too_big {
                 self.convert();
             } else {
                 let pair = encode_pair(field, value);
@@ -407,14 +280,14 @@ impl HashValue {
     pub fn iter(&self) -> Iter<'_> {
         match self.view() {
             View::Pack { buf, .. } => Iter::Pack(PackIter { buf, pos: 0 }),
-            View::Table(t) => Iter::Table(t.pairs.iter()),
+            View::Big(t) => Iter::Table(t.pairs.iter()),
         }
     }
 
     /// The pair at position `i` (O(1) for a table, a scan for a packed hash). `i < len()`.
     pub fn nth(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self.view() {
-            View::Table(t) => t.pairs.get(i).map(|(f, v)| (&**f, &**v)),
+            View::Big(t) => t.pairs.get(i).map(|(f, v)| (&**f, &**v)),
             View::Pack { .. } => self.iter().nth(i),
         }
     }
@@ -432,7 +305,7 @@ impl HashValue {
                 self.iter().for_each(|(k, v)| f(k, v));
                 0
             }
-            View::Table(t) => {
+            View::Big(t) => {
                 let len = t.pairs.len() as u64;
                 let mut next = if cursor == 0 { len } else { cursor.min(len) };
                 let mut n = 0;
@@ -471,7 +344,7 @@ impl HashValue {
     /// First stage of a batch prefetch (see `Db::prefetch_hash_fields`): for a table, finds the slot whose tag
     /// matches `field` (without comparing: only a hint), starts loading its pair and returns its position.
     pub(super) fn prefetch_slot(&self, field: &[u8]) -> Option<u32> {
-        let View::Table(t) = self.view() else { return None };
+        let View::Big(t) = self.view() else { return None };
         let &i = t.index.find(hash_of(field), |_| true)?;
         if let Some(pair) = t.pairs.get(i as usize) {
             super::prefetch(pair as *const (CompactBytes, CompactBytes) as *const u8);
@@ -481,7 +354,7 @@ impl HashValue {
 
     /// Second stage: the pair at `i` has arrived (or is on its way); start loading its field's bytes.
     pub(super) fn prefetch_field_bytes(&self, i: u32) {
-        if let View::Table(t) = self.view() {
+        if let View::Big(t) = self.view() {
             if let Some(p) = t.pairs.get(i as usize).and_then(|(f, _)| f.heap_ptr()) {
                 super::prefetch(p);
             }
@@ -491,8 +364,8 @@ impl HashValue {
     /// Bytes this value owns on the heap, for memory accounting.
     pub fn heap_size(&self) -> usize {
         match self.view() {
-            View::Pack { buf, .. } => PACK_HEADER + buf.len(),
-            View::Table(t) => t.heap_size(),
+            View::Pack { buf, .. } => super::packed::PACK_HEADER + buf.len(),
+            View::Big(t) => t.heap_size(),
         }
     }
 }
@@ -513,25 +386,9 @@ impl<'a> Iterator for Iter<'a> {
     }
 }
 
-impl Drop for HashValue {
-    fn drop(&mut self) {
-        if self.is_table() {
-            // SAFETY: made by Box::into_raw in `from_table`, dropped once.
-            unsafe { drop(Box::from_raw(self.table_ptr())) }
-        } else {
-            let (len, _) = self.pack_header();
-            // SAFETY: allocated in `alloc_pack`/`pack_splice` with this layout.
-            unsafe { dealloc(self.ptr.as_ptr(), pack_layout(len)) }
-        }
-    }
-}
-
 impl Clone for HashValue {
     fn clone(&self) -> Self {
-        match self.view() {
-            View::Pack { buf, count } => Self::alloc_pack(buf, count),
-            View::Table(t) => Self::from_table(Table { pairs: t.pairs.clone(), index: t.index.clone() }),
-        }
+        HashValue { inner: self.inner.clone() }
     }
 }
 
@@ -579,7 +436,7 @@ mod tests {
         assert_eq!(contents(&c), contents(&h));
         assert!(h.remove(b"a") && h.remove(b"c"));
         assert!(h.is_empty());
-        assert_eq!(h.heap_size(), PACK_HEADER);
+        assert_eq!(h.heap_size(), super::super::packed::PACK_HEADER);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod bytes;
 pub mod glob;
 pub mod hash;
 pub mod list;
+pub mod packed;
 pub mod lock_values;
 pub mod set;
 pub mod zset;
@@ -50,8 +51,8 @@ pub enum Data {
     List(Box<ListValue>),
     /// SADD and friends (`keyspace/set.rs`).
     Set(Box<SetValue>),
-    /// ZADD and friends (`keyspace/zset.rs`).
-    ZSet(Box<ZSetValue>),
+    /// ZADD and friends (`keyspace/zset.rs`); one thin pointer like a hash, so not boxed again.
+    ZSet(ZSetValue),
 }
 
 impl Data {

@@ -3,8 +3,12 @@
 //! Two layouts, chosen as Redis chooses its encodings (and reported by `OBJECT ENCODING` under Redis 7.0's names):
 //!
 //! - `listpack` while the set is small (at most `zset-max-listpack-entries` members, none longer than
-//!   `zset-max-listpack-value` bytes): one exact-size vector of (score, member) in order. Finding a member is a
-//!   linear scan (at most the limit, 128 by default), a rank is a binary search; 24 bytes per member, no index.
+//!   `zset-max-listpack-value` bytes): the entries packed one after the other in one exact-size allocation, in order
+//!   by (score, member), each a compact score (an integer in as few bytes as it needs, one byte for 0 to 246; other
+//!   doubles in 8) and the member with a LEB128 length: "member:3" with score 3 takes 10 bytes, where Redis's
+//!   listpack takes 12. Every lookup, rank or range start is a scan (at most the limit, 128 entries by default), as
+//!   in Redis. The allocation is shared machinery with small hashes (`keyspace/packed.rs`), and the whole value is
+//!   one thin pointer, so a key's slot holds it without another box.
 //! - `skiplist` from the first write that breaks either limit on (one-way until the value is reloaded or copied
 //!   into a new key, as in Redis): an order-statistic tree plus a hash index. The tree is a treap whose nodes live in
 //!   one arena (`u32` links, each node counting the nodes below it), so a rank, the member at a rank, and the start
@@ -22,6 +26,7 @@ use std::cmp::Ordering;
 
 use hashbrown::HashTable;
 
+use super::packed::{put_str, read_str, str_len, PackedOr, View, MAX_PACKED};
 use super::CompactBytes;
 
 /// A score in the tree's order. NaN never gets in (every command refuses it), so the partial order is total;
@@ -388,13 +393,181 @@ impl Tree {
     }
 }
 
+// ----- the packed encoding -----
+//
+// Each entry is its score, then its member as a length-prefixed string (`packed::put_str`), in the set's order. The
+// score's first byte says how it is stored: most scores are integers (ranks, counters, timestamps), kept in as few
+// bytes as they need, as a listpack keeps them:
+//
+//   0x00..=0xF6  the integer itself (0 to 246): one byte
+//   0xF7         any other double: its 8 bytes (little-endian bits)
+//   0xF8..=0xFF  an integer in the next 1..=8 bytes (the tag minus 0xF7), two's complement, little-endian
+//
+// An integer is any score that converts to an i64 and back to the same bits (so -0, NaN and inf take 8 bytes;
+// -0 never gets in anyway: insertion stores it as 0, as Redis does).
+
+const SMALL_INT_MAX: u8 = 0xF6;
+const TAG_DOUBLE: u8 = 0xF7;
+
+fn as_int(s: f64) -> Option<i64> {
+    let n = s as i64;
+    ((n as f64).to_bits() == s.to_bits()).then_some(n)
+}
+
+/// Bytes an integer needs in two's complement (1..=8).
+fn int_bytes(n: i64) -> usize {
+    (1..8).find(|&k| {
+        let shift = 64 - 8 * k as u32;
+        (n << shift) >> shift == n
+    })
+    .unwrap_or(8)
+}
+
+fn score_len(s: f64) -> usize {
+    match as_int(s) {
+        Some(n) if (0..=SMALL_INT_MAX as i64).contains(&n) => 1,
+        Some(n) => 1 + int_bytes(n),
+        None => 9,
+    }
+}
+
+/// Writes `s` at the start of `out` (at least `score_len(s)` bytes); returns the bytes written.
+fn write_score(out: &mut [u8], s: f64) -> usize {
+    match as_int(s) {
+        Some(n) if (0..=SMALL_INT_MAX as i64).contains(&n) => {
+            out[0] = n as u8;
+            1
+        }
+        Some(n) => {
+            let k = int_bytes(n);
+            out[0] = TAG_DOUBLE + k as u8;
+            out[1..=k].copy_from_slice(&n.to_le_bytes()[..k]);
+            1 + k
+        }
+        None => {
+            out[0] = TAG_DOUBLE;
+            out[1..9].copy_from_slice(&s.to_bits().to_le_bytes());
+            9
+        }
+    }
+}
+
+fn put_score(out: &mut Vec<u8>, s: f64) {
+    let mut b = [0u8; 9];
+    let k = write_score(&mut b, s);
+    out.extend_from_slice(&b[..k]);
+}
+
+/// Reads the score at `*pos` (contents written by `put_score` only: well formed, or a bug that panics).
+#[inline]
+fn read_score(buf: &[u8], pos: &mut usize) -> f64 {
+    let t = buf[*pos];
+    *pos += 1;
+    match t {
+        0..=SMALL_INT_MAX => t as f64,
+        TAG_DOUBLE => {
+            let bits = u64::from_le_bytes(buf[*pos..*pos + 8].try_into().expect("8 bytes"));
+            *pos += 8;
+            f64::from_bits(bits)
+        }
+        _ => {
+            let k = (t - TAG_DOUBLE) as usize;
+            let mut b = [0u8; 8];
+            b[..k].copy_from_slice(&buf[*pos..*pos + k]);
+            *pos += k;
+            let shift = 64 - 8 * k as u32;
+            ((i64::from_le_bytes(b) << shift) >> shift) as f64
+        }
+    }
+}
+
+/// Skips the score at `*pos` without decoding it (member lookups compare members only).
+#[inline]
+fn skip_score(buf: &[u8], pos: &mut usize) {
+    let t = buf[*pos];
+    *pos += match t {
+        0..=SMALL_INT_MAX => 1,
+        TAG_DOUBLE => 9,
+        _ => 1 + (t - TAG_DOUBLE) as usize,
+    };
+}
+
+/// Writes `score` and `member` as one entry into `out`, which is exactly `score_len + str_len` bytes.
+fn write_entry(out: &mut [u8], score: f64, member: &[u8]) {
+    let mut i = write_score(out, score);
+    let mut n = member.len();
+    while n >= 0x80 {
+        out[i] = (n as u8 & 0x7f) | 0x80;
+        n >>= 7;
+        i += 1;
+    }
+    out[i] = n as u8;
+    out[i + 1..].copy_from_slice(member);
+}
+
+#[inline]
+fn read_entry<'a>(buf: &'a [u8], pos: &mut usize) -> (&'a [u8], f64) {
+    let s = read_score(buf, pos);
+    (read_str(buf, pos), s)
+}
+
+
+/// Where a member sits in packed contents.
+struct Found {
+    rank: usize,
+    start: usize,
+    end: usize,
+    score: f64,
+}
+
+fn pack_find(buf: &[u8], member: &[u8]) -> Option<Found> {
+    let (mut pos, mut rank) = (0, 0);
+    while pos < buf.len() {
+        let start = pos;
+        skip_score(buf, &mut pos);
+        if read_str(buf, &mut pos) == member {
+            let score = read_score(buf, &mut start.clone());
+            return Some(Found { rank, start, end: pos, score });
+        }
+        rank += 1;
+    }
+    None
+}
+
+/// Byte offset of the entry at rank `k` (the contents' length when `k` is the count or beyond).
+fn pack_offset(buf: &[u8], k: usize) -> usize {
+    let mut pos = 0;
+    for _ in 0..k {
+        if pos >= buf.len() {
+            break;
+        }
+        read_entry(buf, &mut pos);
+    }
+    pos
+}
+
+/// The entries of packed contents, from a byte offset on.
+struct PackIter<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Iterator for PackIter<'a> {
+    type Item = (&'a [u8], f64);
+    fn next(&mut self) -> Option<Self::Item> {
+        (self.pos < self.buf.len()).then(|| read_entry(self.buf, &mut self.pos))
+    }
+}
+
 /// Members in order (or reverse order) from a starting rank.
 pub struct Iter<'a> {
     repr: IterRepr<'a>,
 }
 
 enum IterRepr<'a> {
-    Small(std::slice::Iter<'a, (f64, CompactBytes)>, bool),
+    Pack(PackIter<'a>),
+    /// Entries have no back links: the offsets of those to visit, last first.
+    PackBack { buf: &'a [u8], offsets: Vec<u32> },
     Tree { tree: &'a Tree, stack: Vec<u32>, forward: bool },
 }
 
@@ -402,9 +575,10 @@ impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], f64);
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.repr {
-            IterRepr::Small(it, forward) => {
-                let e = if *forward { it.next() } else { it.next_back() };
-                e.map(|(s, m)| (m.as_slice(), *s))
+            IterRepr::Pack(it) => it.next(),
+            IterRepr::PackBack { buf, offsets } => {
+                let mut pos = offsets.pop()? as usize;
+                Some(read_entry(buf, &mut pos))
             }
             IterRepr::Tree { tree, stack, forward } => {
                 let tree: &'a Tree = tree;
@@ -424,21 +598,27 @@ impl<'a> Iterator for Iter<'a> {
 
 // ----- the value -----
 
-#[derive(Debug, Clone)]
-enum Repr {
-    /// (score, member) in order, exactly as many slots as members.
-    Small(Vec<(f64, CompactBytes)>),
-    Big(Box<Tree>),
-}
-
-#[derive(Debug, Clone)]
+/// A sorted set: packed entries or a boxed tree behind one thin pointer (`keyspace/packed.rs`), so a key's slot
+/// holds it without another box.
 pub struct ZSetValue {
-    repr: Repr,
+    inner: PackedOr<Tree>,
 }
 
 impl Default for ZSetValue {
     fn default() -> Self {
-        ZSetValue { repr: Repr::Small(Vec::new()) }
+        ZSetValue { inner: PackedOr::pack(&[], 0) }
+    }
+}
+
+impl Clone for ZSetValue {
+    fn clone(&self) -> Self {
+        ZSetValue { inner: self.inner.clone() }
+    }
+}
+
+impl std::fmt::Debug for ZSetValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter().map(|(m, s)| (String::from_utf8_lossy(m), s))).finish()
     }
 }
 
@@ -447,28 +627,26 @@ impl ZSetValue {
         Self::default()
     }
     pub fn len(&self) -> usize {
-        match &self.repr {
-            Repr::Small(v) => v.len(),
-            Repr::Big(t) => t.len,
+        match self.inner.view() {
+            View::Pack { count, .. } => count,
+            View::Big(t) => t.len,
         }
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    fn small_position(v: &[(f64, CompactBytes)], member: &[u8]) -> Option<usize> {
-        v.iter().position(|(_, m)| &**m == member)
-    }
     pub fn score(&self, member: &[u8]) -> Option<f64> {
-        match &self.repr {
-            Repr::Small(v) => Self::small_position(v, member).map(|i| v[i].0),
-            Repr::Big(t) => t.find(member).map(|id| t.nodes[id as usize].score),
+        match self.inner.view() {
+            View::Pack { buf, .. } => pack_find(buf, member).map(|f| f.score),
+            View::Big(t) => t.find(member).map(|id| t.nodes[id as usize].score),
         }
+    }
+    /// True in the packed (`listpack`) layout.
+    pub fn is_packed(&self) -> bool {
+        !self.inner.is_big()
     }
     pub fn encoding(&self) -> &'static str {
-        match self.repr {
-            Repr::Small(_) => "listpack",
-            Repr::Big(_) => "skiplist",
-        }
+        if self.is_packed() { "listpack" } else { "skiplist" }
     }
 
     fn fits(limits: &Limits, len: usize, longest: usize) -> bool {
@@ -479,52 +657,82 @@ impl ZSetValue {
     pub fn refit(&mut self, limits: &Limits) {
         let longest = self.iter().map(|(m, _)| m.len()).max().unwrap_or(0);
         let small = Self::fits(limits, self.len(), longest);
-        match (&self.repr, small) {
-            (Repr::Big(t), true) => {
-                let mut v: Vec<(f64, CompactBytes)> = Vec::with_capacity(t.len);
-                v.extend(self.iter().map(|(m, s)| (s, CompactBytes::new(m))));
-                self.repr = Repr::Small(v);
+        if small && !self.is_packed() {
+            let mut content = Vec::new();
+            for (m, s) in self.iter() {
+                put_score(&mut content, s);
+                put_str(&mut content, m);
             }
-            (Repr::Small(_), false) => self.grow(),
-            _ => {}
+            if content.len() <= MAX_PACKED {
+                self.inner = PackedOr::pack(&content, self.len());
+            }
+        } else if !small {
+            self.grow();
         }
     }
 
-    /// Moves a small set into the tree layout.
+    /// Moves a packed set into the tree layout.
     fn grow(&mut self) {
-        if let Repr::Small(v) = &mut self.repr {
-            let mut t = Tree::new();
-            t.nodes.reserve(v.len() + 1);
-            for (s, m) in std::mem::take(v) {
-                t.insert_new(&m, s);
-            }
-            self.repr = Repr::Big(Box::new(t));
+        let View::Pack { buf, count } = self.inner.view() else { return };
+        let mut t = Tree::new();
+        t.nodes.reserve(count + 1);
+        for (m, s) in (PackIter { buf, pos: 0 }) {
+            t.insert_new(m, s);
         }
+        self.inner = PackedOr::big(t);
     }
 
     /// Sets `member`'s score; returns the old one.
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
         let score = if score == 0.0 { 0.0 } else { score };
-        if let Repr::Small(v) = &mut self.repr {
-            if let Some(i) = Self::small_position(v, member) {
-                let prev = v[i].0;
-                if prev.to_bits() != score.to_bits() {
-                    let e = v.remove(i);
-                    let at = v.partition_point(|(s, m)| order(*s, m, score, member) == Ordering::Less);
-                    v.insert(at, (score, e.1));
+        if let View::Pack { buf, count } = self.inner.view() {
+            // One pass finds the member's entry (if any) and where the new entry belongs among the others: the
+            // first other entry ordered after it.
+            let (mut pos, mut found, mut at) = (0, None, None);
+            while pos < buf.len() && (found.is_none() || at.is_none()) {
+                let start = pos;
+                if at.is_some() {
+                    // Past the new entry's place: only the member matters now.
+                    skip_score(buf, &mut pos);
+                    if read_str(buf, &mut pos) == member {
+                        found = Some((start, pos, read_score(buf, &mut start.clone())));
+                    }
+                    continue;
                 }
-                return Some(prev);
+                let (m, s) = read_entry(buf, &mut pos);
+                if m == member {
+                    found = Some((start, pos, s));
+                } else if order(s, m, score, member) == Ordering::Greater {
+                    at = Some(start);
+                }
             }
-            if v.len() < limits.max_entries && member.len() <= limits.max_value {
-                let at = v.partition_point(|(s, m)| order(*s, m, score, member) == Ordering::Less);
-                // Exact size, as a listpack: small sets are many, and their spare room would add up.
-                v.reserve_exact(1);
-                v.insert(at, (score, CompactBytes::new(member)));
-                return None;
+            let (at, len) = (at.unwrap_or(buf.len()), buf.len());
+            let entry_len = score_len(score) + str_len(member);
+            match found {
+                Some((start, end, prev)) => {
+                    if prev.to_bits() != score.to_bits() {
+                        let fill = |hole: &mut [u8]| write_entry(hole, score, member);
+                        if at == end {
+                            // Its place in the order does not change: rewrite the entry where it is.
+                            self.inner.splice_with(start, end, entry_len, 0, fill);
+                        } else if at < start {
+                            self.inner.splice(start, end, &[], 0);
+                            self.inner.splice_with(at, at, entry_len, 0, fill);
+                        } else {
+                            self.inner.splice_with(at, at, entry_len, 0, fill);
+                            self.inner.splice(start, end, &[], 0);
+                        }
+                    }
+                    return Some(prev);
+                }
+                None if count < limits.max_entries && member.len() <= limits.max_value && len + entry_len <= MAX_PACKED => {
+                    self.inner.splice_with(at, at, entry_len, 1, |hole| write_entry(hole, score, member));
+                    return None;
+                }
+                None => self.grow(),
             }
-            self.grow();
         }
-        let Repr::Big(t) = &mut self.repr else { unreachable!("grown above") };
+        let t = self.inner.big_mut().expect("grown above");
         if let Some(id) = t.find(member) {
             let prev = t.nodes[id as usize].score;
             if prev.to_bits() != score.to_bits() {
@@ -537,49 +745,80 @@ impl ZSetValue {
     }
 
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        match &mut self.repr {
-            Repr::Small(v) => {
-                let i = Self::small_position(v, member)?;
-                let (s, _) = v.remove(i);
-                v.shrink_to_fit();
-                Some(s)
-            }
-            Repr::Big(t) => {
-                let id = t.find(member)?;
-                Some(t.remove_node(id).1)
-            }
+        if let View::Pack { buf, .. } = self.inner.view() {
+            let f = pack_find(buf, member)?;
+            self.inner.splice(f.start, f.end, &[], -1);
+            return Some(f.score);
         }
+        let t = self.inner.big_mut().expect("not packed");
+        let id = t.find(member)?;
+        Some(t.remove_node(id).1)
+    }
+
+    /// Removes the members of ranks `start..end` (clamped to the set); returns how many went. Packed: one splice.
+    pub fn remove_ranks(&mut self, start: usize, end: usize) -> usize {
+        let end = end.min(self.len());
+        if start >= end {
+            return 0;
+        }
+        if let View::Pack { buf, .. } = self.inner.view() {
+            let a = pack_offset(buf, start);
+            let mut b = a;
+            for _ in start..end {
+                read_entry(buf, &mut b);
+            }
+            self.inner.splice(a, b, &[], -((end - start) as isize));
+            return end - start;
+        }
+        let t = self.inner.big_mut().expect("not packed");
+        for _ in start..end {
+            let id = t.select(start);
+            t.remove_node(id);
+        }
+        end - start
     }
 
     /// 0-based rank from the lowest score.
     pub fn rank(&self, member: &[u8]) -> Option<usize> {
+        if let View::Pack { buf, .. } = self.inner.view() {
+            return pack_find(buf, member).map(|f| f.rank);
+        }
         let score = self.score(member)?;
         Some(self.count_before(|s, m| order(s, m, score, member) == Ordering::Less))
     }
 
     /// How many members come before the first one for which `before(score, member)` is false; `before` must hold
-    /// for a prefix of the order only (e.g. "score below x"). O(log n).
+    /// for a prefix of the order only (e.g. "score below x"). O(log n) in the tree, a scan of the packed entries.
     pub fn count_before(&self, before: impl Fn(f64, &[u8]) -> bool) -> usize {
-        match &self.repr {
-            Repr::Small(v) => v.partition_point(|(s, m)| before(*s, m)),
-            Repr::Big(t) => t.count_before(before),
+        match self.inner.view() {
+            View::Pack { buf, .. } => (PackIter { buf, pos: 0 }).take_while(|&(m, s)| before(s, m)).count(),
+            View::Big(t) => t.count_before(before),
         }
     }
 
     /// Members in order from rank `start` on (O(log n) to start, then O(1) per member on average).
     pub fn iter_from(&self, start: usize) -> Iter<'_> {
-        let repr = match &self.repr {
-            Repr::Small(v) => IterRepr::Small(v[start.min(v.len())..].iter(), true),
-            Repr::Big(t) => IterRepr::Tree { tree: t, stack: if start < t.len { t.cursor(start, true) } else { Vec::new() }, forward: true },
+        let repr = match self.inner.view() {
+            View::Pack { buf, .. } => IterRepr::Pack(PackIter { buf, pos: pack_offset(buf, start) }),
+            View::Big(t) => IterRepr::Tree { tree: t, stack: if start < t.len { t.cursor(start, true) } else { Vec::new() }, forward: true },
         };
         Iter { repr }
     }
 
     /// Members in reverse order from rank `start` (counted from the lowest score) down to rank 0.
     pub fn iter_down_from(&self, start: usize) -> Iter<'_> {
-        let repr = match &self.repr {
-            Repr::Small(v) => IterRepr::Small(v[..start.saturating_add(1).min(v.len())].iter(), false),
-            Repr::Big(t) => {
+        let repr = match self.inner.view() {
+            View::Pack { buf, count } => {
+                let n = start.saturating_add(1).min(count);
+                let mut offsets = Vec::with_capacity(n);
+                let mut pos = 0;
+                for _ in 0..n {
+                    offsets.push(pos as u32);
+                    read_entry(buf, &mut pos);
+                }
+                IterRepr::PackBack { buf, offsets }
+            }
+            View::Big(t) => {
                 let start = start.min(t.len.wrapping_sub(1));
                 IterRepr::Tree { tree: t, stack: if t.len > 0 { t.cursor(start, false) } else { Vec::new() }, forward: false }
             }
@@ -592,51 +831,52 @@ impl ZSetValue {
         self.iter_from(0)
     }
 
-    /// The member at rank `i` in score order (random picks). O(log n).
+    /// The member at rank `i` in score order (random picks). O(log n) in the tree, a scan of the packed entries.
     pub fn nth(&self, i: usize) -> Option<(&[u8], f64)> {
-        match &self.repr {
-            Repr::Small(v) => v.get(i).map(|(s, m)| (m.as_slice(), *s)),
-            Repr::Big(t) if i < t.len => {
+        match self.inner.view() {
+            View::Pack { .. } => self.iter_from(i).next(),
+            View::Big(t) if i < t.len => {
                 let n = &t.nodes[t.select(i) as usize];
                 Some((n.member.as_slice(), n.score))
             }
-            Repr::Big(_) => None,
+            View::Big(_) => None,
         }
     }
 
     /// Positions ZSCAN's cursor walks: in the tree layout node numbers (stable while a member stays), some free.
+    /// (A packed set is scanned whole with [`ZSetValue::iter`].)
     pub fn slots(&self) -> usize {
-        match &self.repr {
-            Repr::Small(v) => v.len(),
-            Repr::Big(t) => t.nodes.len(),
+        match self.inner.view() {
+            View::Pack { count, .. } => count,
+            View::Big(t) => t.nodes.len(),
         }
     }
 
     /// The member at scan position `i`, if one is there.
     pub fn slot(&self, i: usize) -> Option<(&[u8], f64)> {
-        match &self.repr {
-            Repr::Small(v) => v.get(i).map(|(s, m)| (m.as_slice(), *s)),
-            Repr::Big(t) => t.nodes.get(i).filter(|n| n.size > 0).map(|n| (n.member.as_slice(), n.score)),
+        match self.inner.view() {
+            View::Pack { .. } => self.nth(i),
+            View::Big(t) => t.nodes.get(i).filter(|n| n.size > 0).map(|n| (n.member.as_slice(), n.score)),
         }
     }
 
     fn pop_at(&mut self, last: bool) -> Option<(CompactBytes, f64)> {
-        match &mut self.repr {
-            Repr::Small(v) => {
-                if v.is_empty() {
-                    return None;
-                }
-                let (s, m) = if last { v.pop().expect("not empty") } else { v.remove(0) };
-                v.shrink_to_fit();
-                Some((m, s))
+        if let View::Pack { buf, count } = self.inner.view() {
+            if count == 0 {
+                return None;
             }
-            Repr::Big(t) => {
-                if t.len == 0 {
-                    return None;
-                }
-                Some(t.pop_end(last))
-            }
+            let start = if last { pack_offset(buf, count - 1) } else { 0 };
+            let mut end = start;
+            let (m, s) = read_entry(buf, &mut end);
+            let m = CompactBytes::new(m);
+            self.inner.splice(start, end, &[], -1);
+            return Some((m, s));
         }
+        let t = self.inner.big_mut().expect("not packed");
+        if t.len == 0 {
+            return None;
+        }
+        Some(t.pop_end(last))
     }
 
     pub fn pop_first(&mut self) -> Option<(CompactBytes, f64)> {
@@ -646,13 +886,12 @@ impl ZSetValue {
         self.pop_at(true)
     }
 
-    /// Bytes held, roughly (MEMORY USAGE).
+    /// Bytes held on the heap, roughly (MEMORY USAGE).
     pub fn heap_size(&self) -> usize {
-        std::mem::size_of::<Self>()
-            + match &self.repr {
-                Repr::Small(v) => v.capacity() * std::mem::size_of::<(f64, CompactBytes)>() + v.iter().map(|(_, m)| m.heap_size()).sum::<usize>(),
-                Repr::Big(t) => std::mem::size_of::<Tree>() + t.heap_size(),
-            }
+        match self.inner.view() {
+            View::Pack { .. } => self.inner.packed_size().expect("packed"),
+            View::Big(t) => std::mem::size_of::<Tree>() + t.heap_size(),
+        }
     }
 }
 
@@ -701,21 +940,64 @@ mod tests {
 
     #[derive(Debug, Clone)]
     enum Op {
-        Insert(u8, i8),
+        Insert(u8, f64),
         Remove(u8),
+        RemoveRanks(usize, usize),
         PopFirst,
         PopLast,
         Refit,
     }
 
+    /// Scores of every packed form (one-byte integers and their edges, multi-byte and negative integers, the
+    /// largest ones, fractions, infinities, -0) with ties among them.
+    fn score() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            3 => (-5i8..5).prop_map(|s| s as f64 / 2.0),
+            2 => proptest::sample::select(vec![
+                f64::NEG_INFINITY, f64::INFINITY, -0.0, 246.0, 247.0, 255.0, 256.0, -128.0, -129.0, 32767.0,
+                1_733_400_000_123.0, -1_733_400_000_123.0, 9007199254740993.0, 9.223372036854775807e18,
+                -9.223372036854775808e18, 1e300, -1e-300, 0.1, f64::MAX, f64::MIN_POSITIVE,
+            ]),
+        ]
+    }
+
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            6 => (0u8..60, -5i8..5).prop_map(|(m, s)| Op::Insert(m, s)),
+            6 => (0u8..60, score()).prop_map(|(m, s)| Op::Insert(m, s)),
             2 => (0u8..60).prop_map(Op::Remove),
+            1 => (0usize..12, 0usize..12).prop_map(|(a, n)| Op::RemoveRanks(a, a + n)),
             1 => Just(Op::PopFirst),
             1 => Just(Op::PopLast),
             1 => Just(Op::Refit),
         ]
+    }
+
+    #[test]
+    fn packed_scores_round_trip_bit_exact() {
+        let edge = [0.0, 1.0, 246.0, 247.0, -1.0, 127.0, 128.0, -129.0, 65535.0, 1e15, -1e15, 2f64.powi(53), 2f64.powi(63), -2f64.powi(63)];
+        let other = [0.5, -0.0, f64::INFINITY, f64::NEG_INFINITY, 1e300, 2f64.powi(64), 0.1, f64::MIN_POSITIVE];
+        for s in edge.iter().chain(&other) {
+            let mut out = Vec::new();
+            put_score(&mut out, *s);
+            assert_eq!(out.len(), score_len(*s), "{s}");
+            let mut pos = 0;
+            assert_eq!(read_score(&out, &mut pos).to_bits(), s.to_bits(), "{s}");
+            assert_eq!(pos, out.len());
+        }
+        assert_eq!(score_len(246.0), 1);
+        assert_eq!(score_len(247.0), 3, "247 needs two bytes in two's complement");
+        assert_eq!(score_len(127.0), 1);
+        assert_eq!(score_len(-128.0), 2);
+        assert_eq!(score_len(-1.0), 2);
+        assert_eq!(score_len(1_733_400_000_123.0), 7, "a millisecond timestamp");
+        assert_eq!(score_len(0.5), 9);
+        // The bench's small sets: 10 bytes an entry ("member:3", score 3), 8 bytes of header.
+        let mut z = ZSetValue::new();
+        for i in 0..10 {
+            z.insert(format!("member:{i}").as_bytes(), i as f64, &Limits::default());
+        }
+        assert_eq!((z.encoding(), z.heap_size()), ("listpack", 8 + 100));
+        assert_eq!(std::mem::size_of::<ZSetValue>(), 8);
     }
 
     fn name(m: u8) -> Vec<u8> {
@@ -726,24 +1008,40 @@ mod tests {
     proptest! {
         // Against a model (a sorted vector of (score, member)): every operation's answer, then the order, every
         // rank, every member at a rank, range starts, and both iteration directions from every start, in both
-        // layouts (limits that keep the set small, and limits that switch it to the tree at once or midway).
+        // layouts (limits that keep the set packed, and limits that switch it to the tree at once or midway, by
+        // entry count or by a member's length), with the layout itself checked after every operation: packed until
+        // a new member would break a limit, then the tree until a refit finds everything fits again.
         #[test]
-        fn behaves_like_a_sorted_vector(ops in proptest::collection::vec(op(), 1..160), max_entries in prop_oneof![Just(0usize), Just(8), Just(128)]) {
-            let limits = Limits { max_entries, max_value: 64 };
+        fn behaves_like_a_sorted_vector(
+            ops in proptest::collection::vec(op(), 1..160),
+            max_entries in prop_oneof![Just(0usize), Just(8), Just(128)],
+            max_value in prop_oneof![Just(3usize), Just(64)],
+        ) {
+            let limits = Limits { max_entries, max_value };
             let mut z = ZSetValue::new();
             let mut model: Vec<(f64, Vec<u8>)> = Vec::new();
+            let mut big = false;
             for op in ops {
                 match op {
                     Op::Insert(m, s) => {
-                        let (m, s) = (name(m), s as f64 / 2.0);
+                        let m = name(m);
+                        let s = if s == 0.0 { 0.0 } else { s };
                         let prev = model.iter().position(|(_, x)| *x == m).map(|i| model.remove(i).0);
+                        if prev.is_none() && (model.len() >= max_entries || m.len() > max_value) {
+                            big = true;
+                        }
                         model.push((s, m.clone()));
-                        prop_assert_eq!(z.insert(&m, s, &limits), prev);
+                        prop_assert_eq!(z.insert(&m, s, &limits).map(f64::to_bits), prev.map(f64::to_bits));
                     }
                     Op::Remove(m) => {
                         let m = name(m);
                         let prev = model.iter().position(|(_, x)| *x == m).map(|i| model.remove(i).0);
                         prop_assert_eq!(z.remove(&m), prev);
+                    }
+                    Op::RemoveRanks(a, b) => {
+                        let (a2, b2) = (a.min(model.len()), b.min(model.len()));
+                        model.drain(a2..b2);
+                        prop_assert_eq!(z.remove_ranks(a, b), b2 - a2);
                     }
                     Op::PopFirst | Op::PopLast => {
                         model.sort_by(|a, b| order(a.0, &a.1, b.0, &b.1));
@@ -751,13 +1049,22 @@ mod tests {
                         let got = if matches!(op, Op::PopFirst) { z.pop_first() } else { z.pop_last() };
                         prop_assert_eq!(got.map(|(m, s)| (s, m.to_vec())), want);
                     }
-                    Op::Refit => z.refit(&limits),
+                    Op::Refit => {
+                        z.refit(&limits);
+                        big = !(model.len() <= max_entries && model.iter().all(|(_, m)| m.len() <= max_value));
+                    }
                 }
                 model.sort_by(|a, b| order(a.0, &a.1, b.0, &b.1));
                 prop_assert_eq!(z.len(), model.len());
+                prop_assert_eq!(z.encoding(), if big { "skiplist" } else { "listpack" });
             }
             let all: Vec<(f64, Vec<u8>)> = z.iter().map(|(m, s)| (s, m.to_vec())).collect();
             prop_assert_eq!(&all, &model);
+            // Scores come back bit for bit (prop_assert_eq on f64 would let -0 pass for 0).
+            let bits = |v: &[(f64, Vec<u8>)]| v.iter().map(|(s, _)| s.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&all), bits(&model));
+            let copy = z.clone();
+            prop_assert_eq!(copy.iter().map(|(m, s)| (s, m.to_vec())).collect::<Vec<_>>(), all.clone());
             for (r, (s, m)) in model.iter().enumerate() {
                 prop_assert_eq!(z.rank(m), Some(r));
                 prop_assert_eq!(z.score(m), Some(*s));
@@ -810,7 +1117,7 @@ mod tests {
         }
         assert_eq!(z.rank(b"m99999"), Some(99_999));
         assert_eq!(z.nth(54_321).map(|(m, _)| m.to_vec()), Some(b"m54321".to_vec()));
-        let Repr::Big(t) = &z.repr else { panic!("large set in the tree layout") };
+        let View::Big(t) = z.inner.view() else { panic!("large set in the tree layout") };
         fn depth(t: &Tree, n: u32) -> usize {
             if n == NIL { 0 } else { 1 + depth(t, t.nodes[n as usize].left).max(depth(t, t.nodes[n as usize].right)) }
         }

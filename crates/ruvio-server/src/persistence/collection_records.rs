@@ -106,7 +106,7 @@ pub fn decode(ty: u8, c: &mut Cursor<'_>) -> Result<Data, String> {
                     return Err("a member appears twice in a sorted-set record".into());
                 }
             }
-            Data::ZSet(Box::new(z))
+            Data::ZSet(z)
         }
         t => return Err(format!("unknown value type {t}")),
     })
@@ -167,7 +167,7 @@ mod tests {
         }
         z.insert(b"inf", f64::INFINITY, &zset::Limits::default());
         let mut buf = crate::journal::format::FileHeader { kind: crate::journal::format::FileKind::Snapshot, lsn: 1, created_wall_ms: 1 }.encode().to_vec();
-        for (k, d) in [(&b"l"[..], Data::List(Box::new(l.clone()))), (b"s", Data::Set(Box::new(s))), (b"z", Data::ZSet(Box::new(z.clone())))] {
+        for (k, d) in [(&b"l"[..], Data::List(Box::new(l.clone()))), (b"s", Data::Set(Box::new(s))), (b"z", Data::ZSet(z.clone()))] {
             assert!(encode(&mut buf, 1, 1, 0, k, 0, &d));
         }
         let len = buf.len() as u64;

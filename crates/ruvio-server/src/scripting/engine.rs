@@ -219,7 +219,14 @@ pub trait Host {
     /// `redis.acl_check_cmd`: whether the caller's ACL user may run `argv` (command and keys); `Err` is the error
     /// the script raises (an unknown command).
     fn acl_check(&mut self, argv: &[Bytes]) -> Result<bool, String>;
+    /// The script ends with an error that `call` already counted in INFO errorstats (the error table of a
+    /// `redis.call`/`redis.pcall` raised or returned as it came): its reply must not be counted again.
+    fn error_already_counted(&mut self);
 }
+
+/// The field an error table from `redis.call`/`redis.pcall` carries when the host already counted that error
+/// (Redis's name for it).
+const COUNTED_MARK: &str = "ignore_error_stats_update";
 
 /// What to run: a cached script or a registered function.
 pub enum Target<'a> {
@@ -479,6 +486,11 @@ impl Engine {
             self.bridge.raw_set("fargs", LuaValue::Nil)?;
             self.bridge.raw_set("ARGV", LuaValue::Nil)?;
             let resp: u8 = self.bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
+            if let Ok((_, LuaValue::Table(t))) = &result {
+                if t.raw_get::<bool>(COUNTED_MARK).unwrap_or(false) && matches!(t.raw_get::<LuaValue>("err"), Ok(LuaValue::String(_))) {
+                    host.borrow_mut().error_already_counted();
+                }
+            }
             match result {
                 Ok((true, v)) => Ok(lua_to_reply(&v, resp)),
                 Ok((false, err)) => Ok(format_error(&err, &name)),
@@ -502,13 +514,23 @@ fn bridge_call(lua: &Lua, bridge: &Table, n: i64, args: &Table, host: &mut dyn H
         Ok(a) => a,
         Err(text) => return err(text),
     };
+    // Whatever error the host answers, it has counted (its refusals and the command's own errors).
+    let counted = |v: LuaValue| -> mlua::Result<(bool, LuaValue)> {
+        if let LuaValue::Table(t) = &v {
+            t.raw_set(COUNTED_MARK, true)?;
+        }
+        Ok((true, v))
+    };
     let reply = match host.call(&argv, &numbers) {
         Ok(reply) => reply,
-        Err(text) => return err(&text),
+        Err(text) => return counted(err(&text)?.1),
     };
     let resp = bridge.raw_get::<i64>("resp").unwrap_or(2) as u8;
-    let is_err = reply.is_error();
-    Ok((is_err, reply_to_lua(lua, &reply, resp)?))
+    let value = reply_to_lua(lua, &reply, resp)?;
+    if reply.is_error() {
+        return counted(value);
+    }
+    Ok((false, value))
 }
 
 /// The arguments of a `redis.call` / `redis.acl_check_cmd` as a command line, with which of them were Lua numbers
