@@ -76,7 +76,14 @@ pub struct RequestParser {
 }
 
 fn find_crlf(buf: &[u8]) -> Option<usize> {
-    memchr::memchr(b'\r', buf).and_then(|i| (buf.get(i + 1) == Some(&b'\n')).then_some(i)).or_else(|| {
+    // Header lines (`*3`, `$5`) are a few bytes long: a plain scan of the first bytes finds their '\r' sooner than
+    // setting up memchr's vector search, which takes over beyond them (the first '\r' either way).
+    let head = buf.len().min(24);
+    let first_cr = match buf[..head].iter().position(|&c| c == b'\r') {
+        Some(i) => Some(i),
+        None => memchr::memchr(b'\r', &buf[head..]).map(|i| i + head),
+    };
+    first_cr.and_then(|i| (buf.get(i + 1) == Some(&b'\n')).then_some(i)).or_else(|| {
         // Rare: a bare '\r' before the real terminator; fall back to a full scan.
         buf.windows(2).position(|w| w == b"\r\n")
     })

@@ -10,7 +10,7 @@
 //! `coordinator` user that `coordinator-pass` enables.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -91,7 +91,7 @@ pub fn category_bits(spec: &CommandSpec, parent: Option<&CommandSpec>) -> u64 {
 /// Every command and subcommand clients may name, numbered: a user's permissions are a bit per number.
 struct Table {
     entries: Vec<(&'static CommandSpec, Option<&'static CommandSpec>, u64)>,
-    by_ptr: HashMap<usize, usize>,
+    by_ptr: HashMap<usize, usize, ahash::RandomState>,
 }
 
 fn table() -> &'static Table {
@@ -630,11 +630,49 @@ fn parse_hash(h: &str) -> Option<[u8; 32]> {
 pub struct User {
     pub name: String,
     perms: RwLock<Arc<Perms>>,
+    /// Which version of the rules `perms` holds: unique across all users (see [`PermsCache`]).
+    version: AtomicU64,
 }
 
+/// Versions of users' rules, counted across all users so that two users never share one (0: none yet).
+static NEXT_VERSION: AtomicU64 = AtomicU64::new(1);
+
 impl User {
+    fn new(name: &str, perms: Perms) -> User {
+        User { name: name.into(), perms: RwLock::new(Arc::new(perms)), version: AtomicU64::new(NEXT_VERSION.fetch_add(1, Ordering::Relaxed)) }
+    }
+
     pub fn perms(&self) -> Arc<Perms> {
         self.perms.read().clone()
+    }
+
+    /// Replaces the rules; connections see them at their next command (the version moves after the rules did).
+    fn set_perms(&self, perms: Arc<Perms>) {
+        *self.perms.write() = perms;
+        self.version.store(NEXT_VERSION.fetch_add(1, Ordering::Relaxed), Ordering::Release);
+    }
+}
+
+/// A connection's copy of its user's rules, taken again only when they changed: checking every command through
+/// the user's lock and reference count made all the connections of one user (the default user, usually) write the
+/// same cache lines for every command. One atomic read per command instead, of a line written only by ACL changes.
+#[derive(Default)]
+pub struct PermsCache {
+    version: u64,
+    perms: Option<Arc<Perms>>,
+}
+
+impl PermsCache {
+    /// `user`'s rules as of now. Versions are unique across users, so a connection that switched users (AUTH)
+    /// never gets the previous user's rules.
+    pub fn get(&mut self, user: &User) -> &Perms {
+        let v = user.version.load(Ordering::Acquire);
+        if self.version != v || self.perms.is_none() {
+            // Read after the version: rules at least as new as `v` (a change in between only means one more refresh).
+            self.perms = Some(user.perms());
+            self.version = v;
+        }
+        self.perms.as_deref().expect("just filled")
     }
 }
 
@@ -708,7 +746,7 @@ impl Acl {
     /// The default user only: on, no password, every key and channel, every command but @coordination.
     pub fn new() -> Acl {
         let acl = Acl { users: RwLock::new(BTreeMap::new()), log: Mutex::new((VecDeque::new(), 0)), log_max: AtomicUsize::new(128) };
-        acl.users.write().insert("default".into(), Arc::new(User { name: "default".into(), perms: RwLock::new(Arc::new(default_perms())) }));
+        acl.users.write().insert("default".into(), Arc::new(User::new("default", default_perms())));
         acl
     }
 
@@ -755,7 +793,7 @@ impl Acl {
             p.apply_rule(r).map_err(|e| format!("Error in ACL SETUSER modifier '{r}': {e}"))?;
         }
         match existing {
-            Some(u) => *u.perms.write() = Arc::new(p),
+            Some(u) => u.set_perms(Arc::new(p)),
             None => {
                 if name.is_empty() || name.bytes().any(|c| c <= b' ' || c == 127) {
                     return Err("Usernames can't contain spaces or null characters".into());
@@ -764,7 +802,7 @@ impl Acl {
                 if users.len() >= MAX_USERS {
                     return Err(format!("too many users (at most {MAX_USERS})"));
                 }
-                users.insert(name.to_string(), Arc::new(User { name: name.into(), perms: RwLock::new(Arc::new(p)) }));
+                users.insert(name.to_string(), Arc::new(User::new(name, p)));
             }
         }
         Ok(())
@@ -815,7 +853,7 @@ impl Acl {
         let fresh = Acl::new();
         for k in keep {
             if let Some(u) = self.get(k) {
-                *fresh.get_or_create(k).perms.write() = u.perms();
+                fresh.get_or_create(k).set_perms(u.perms());
             }
         }
         let mut seen = std::collections::HashSet::new();
@@ -824,7 +862,7 @@ impl Acl {
                 return Err(format!("Duplicate user '{name}' found"));
             }
             if name == "default" {
-                *fresh.get_or_create("default").perms.write() = Arc::new(Perms::new());
+                fresh.get_or_create("default").set_perms(Arc::new(Perms::new()));
             }
             fresh.set_user(name, rules)?;
         }
@@ -836,7 +874,7 @@ impl Acl {
         for (name, u) in new_users {
             match users.get(&name) {
                 Some(cur) => {
-                    *cur.perms.write() = u.perms();
+                    cur.set_perms(u.perms());
                     merged.insert(name, cur.clone());
                 }
                 None => {
@@ -852,7 +890,7 @@ impl Acl {
         if let Some(u) = self.get(name) {
             return u;
         }
-        let u = Arc::new(User { name: name.into(), perms: RwLock::new(Arc::new(Perms::new())) });
+        let u = Arc::new(User::new(name, Perms::new()));
         self.users.write().insert(name.into(), u.clone());
         u
     }

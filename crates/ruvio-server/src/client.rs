@@ -244,6 +244,8 @@ pub struct ClientState {
     pub authenticated: bool,
     /// The ACL user whose permissions apply (None: not logged in, or the server's own replay, which is not checked).
     pub user: Option<Arc<crate::acl::User>>,
+    /// `user`'s rules as the ACL gate last read them (refreshed when they change).
+    pub perms_cache: crate::acl::PermsCache,
     /// Commands queued since MULTI.
     pub multi: Option<Vec<Vec<Bytes>>>,
     /// A command failed to queue: EXEC will answer EXECABORT.
@@ -289,6 +291,7 @@ impl ClientState {
             proto: Protocol::Resp2,
             authenticated,
             user: None,
+            perms_cache: Default::default(),
             multi: None,
             multi_error: false,
             watch_flag: Arc::new(WatchFlag::default()),

@@ -19,6 +19,12 @@ pub fn mono_ms() -> u64 {
     origin().elapsed().as_millis() as u64 + MONO_ORIGIN_MS
 }
 
+/// [`mono_ms`] at `t` (an instant already read: the connection reads the clock once per command and derives both
+/// the command's time and its duration from it).
+pub fn mono_ms_at(t: Instant) -> u64 {
+    t.saturating_duration_since(origin()).as_millis() as u64 + MONO_ORIGIN_MS
+}
+
 /// Milliseconds since the Unix epoch, on the wall clock.
 pub fn wall_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)

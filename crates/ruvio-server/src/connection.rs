@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::MutexGuard;
@@ -356,8 +356,6 @@ impl Connection {
     ) -> (Option<Value>, Option<Block>) {
         Stats::add(&shared.stats.commands_processed, 1);
         let info = &self.state.info;
-        let now = crate::clock::mono_ms();
-        info.last_active.store(now, Ordering::Relaxed);
         info.reply_error_counted.store(false, Ordering::Relaxed);
         // Cross-protocol scripting guard: an HTTP request sent to this port is an attack, not a client.
         if commands::eq_ic(&args[0], "post") || commands::eq_ic(&args[0], "host:") {
@@ -368,7 +366,12 @@ impl Connection {
         if let Some(busy) = crate::scripting::host::busy_gate(shared, args, guard.is_some()) {
             return (Some(self.refused_busy(args, busy)), None);
         }
-        let (reply, block) = crate::dispatch::execute(crate::dispatch::Caller::Client, now, shared, &mut self.state, args, guard);
+        // One clock read gives both the command's time (ms) and the start of its duration (commandstats, SLOWLOG),
+        // after the gate above, whose wait for a script belongs to neither.
+        let started = Instant::now();
+        let now = crate::clock::mono_ms_at(started);
+        self.state.info.last_active.store(now, Ordering::Relaxed);
+        let (reply, block) = crate::dispatch::execute_client(started, now, shared, &mut self.state, args, guard);
         (Some(reply), block)
     }
 

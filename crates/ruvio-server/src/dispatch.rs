@@ -5,6 +5,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::MutexGuard;
@@ -30,30 +31,62 @@ pub fn execute<'g>(
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
+    if caller == Caller::Client {
+        return execute_client(Instant::now(), now, shared, client, args, guard);
+    }
     match commands::resolve(args) {
-        Ok(resolved) if caller != Caller::Replay => {
-            // Per-command calls, refusals, failures and latency (INFO commandstats, the metrics endpoint; a blocked
-            // command's wait excluded), for a client's commands and those its scripts call, as Redis counts them.
-            let (spec, started) = (resolved.spec, std::time::Instant::now());
-            let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
-            let took = started.elapsed();
-            match stage {
-                Stage::Ran => shared.metrics.record(spec, took, Outcome::Ran { failed: reply.is_error() }),
-                Stage::Refused => shared.metrics.record(spec, took, Outcome::Rejected),
-                // Counted when EXEC runs it.
-                Stage::Queued => {}
-            }
-            if caller == Caller::Client {
-                shared.metrics.slow.observe(spec, took, args, &client.info);
-            }
-            (reply, block)
-        }
+        Ok(resolved) if caller != Caller::Replay => timed(caller, resolved, Instant::now(), now, shared, client, args, guard),
         Ok(resolved) => {
             let (reply, block, _) = execute_resolved(caller, resolved, now, shared, client, args, guard);
             (reply, block)
         }
         Err(e) => refuse(caller, client, e),
     }
+}
+
+/// [`execute`] for a client's command that started at `started` (`now` is that instant in monotonic ms, derived
+/// from it: the connection reads the clock twice per command, at its start and its end, instead of three times).
+pub fn execute_client<'g>(
+    started: Instant,
+    now: u64,
+    shared: &'g Arc<Shared>,
+    client: &mut ClientState,
+    args: &[Bytes],
+    guard: &mut Option<MutexGuard<'g, Store>>,
+) -> (Value, Option<Block>) {
+    match commands::resolve(args) {
+        Ok(resolved) => timed(Caller::Client, resolved, started, now, shared, client, args, guard),
+        Err(e) => refuse(Caller::Client, client, e),
+    }
+}
+
+/// Runs a client's command (or one its script calls) that started at `started`, and counts it: calls, refusals,
+/// failures and latency (INFO commandstats, the metrics endpoint; a blocked command's wait excluded), as Redis
+/// counts them.
+#[allow(clippy::too_many_arguments)]
+fn timed<'g>(
+    caller: Caller,
+    resolved: commands::Resolved,
+    started: Instant,
+    now: u64,
+    shared: &'g Arc<Shared>,
+    client: &mut ClientState,
+    args: &[Bytes],
+    guard: &mut Option<MutexGuard<'g, Store>>,
+) -> (Value, Option<Block>) {
+    let spec = resolved.spec;
+    let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
+    let took = started.elapsed();
+    match stage {
+        Stage::Ran => shared.metrics.record(spec, took, Outcome::Ran { failed: reply.is_error() }),
+        Stage::Refused => shared.metrics.record(spec, took, Outcome::Rejected),
+        // Counted when EXEC runs it.
+        Stage::Queued => {}
+    }
+    if caller == Caller::Client {
+        shared.metrics.slow.observe(spec, took, args, &client.info);
+    }
+    (reply, block)
 }
 
 /// A command refused before it ran. Inside a client's MULTI it also makes EXEC fail (Redis's EXECABORT).
@@ -168,9 +201,9 @@ fn gates(caller: Caller, resolved: &commands::Resolved, shared: &Shared, client:
 /// The ACL gate: whether the connection's user may run this command (or subcommand) on these keys and channels;
 /// a denial is recorded in ACL LOG under `context` and answered with Redis's text for it. EXEC checks its queue
 /// again when it runs (the user's rules may have changed since), through the same [`crate::acl::Perms::check`].
-fn acl_denied(shared: &Shared, client: &ClientState, resolved: &commands::Resolved, args: &[Bytes], context: &'static str) -> Option<Value> {
+fn acl_denied(shared: &Shared, client: &mut ClientState, resolved: &commands::Resolved, args: &[Bytes], context: &'static str) -> Option<Value> {
     let user = client.user.as_ref()?;
-    let denial = user.perms().check(resolved, args).err()?;
+    let denial = client.perms_cache.get(user).check(resolved, args).err()?;
     Some(shared.acl.deny(&denial, context, &user.name, client.info.describe()))
 }
 

@@ -98,6 +98,14 @@ pub fn pop_elements(db: &mut Db, key: &[u8], now: u64, right: bool, count: usize
     if count == 0 || !matches!(db.peek(key), Some(Entry { data: Data::List(_), .. })) {
         return Vec::new();
     }
+    pop_from(db, key, now, right, count)
+}
+
+/// [`pop_elements`] from a key known to hold a list.
+fn pop_from(db: &mut Db, key: &[u8], now: u64, right: bool, count: usize) -> Vec<Bytes> {
+    if count == 0 {
+        return Vec::new();
+    }
     write_list(db, key, now, |l| {
         let n = count.min(l.len());
         (0..n).filter_map(|_| if right { l.pop_back() } else { l.pop_front() }).map(Bytes::from).collect()
@@ -119,7 +127,8 @@ fn pop(ctx: &mut Ctx, right: bool) -> Value {
         Ok(None) => return if count.is_some() { Value::NilArray } else { Value::Nil },
         Ok(Some(_)) => {}
     }
-    let items = pop_elements(db, &args[1], now, right, count.unwrap_or(1));
+    // (Not through `pop_elements`: the key was just found to hold a list, one lookup less per pop.)
+    let items = pop_from(db, &args[1], now, right, count.unwrap_or(1));
     match count {
         None => items.into_iter().next().map_or(Value::Nil, Value::Bulk),
         Some(_) => Value::Array(items.into_iter().map(Value::Bulk).collect()),

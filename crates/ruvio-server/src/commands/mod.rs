@@ -215,10 +215,11 @@ pub fn families() -> [&'static [CommandSpec]; 18] {
     ]
 }
 
-fn index() -> &'static HashMap<&'static [u8], &'static CommandSpec> {
-    static INDEX: OnceLock<HashMap<&'static [u8], &'static CommandSpec>> = OnceLock::new();
+// aHash rather than the default SipHash: every command's name is looked up here.
+fn index() -> &'static HashMap<&'static [u8], &'static CommandSpec, ahash::RandomState> {
+    static INDEX: OnceLock<HashMap<&'static [u8], &'static CommandSpec, ahash::RandomState>> = OnceLock::new();
     INDEX.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = HashMap::default();
         for fam in families() {
             for spec in fam {
                 let dup = m.insert(spec.name.as_bytes(), spec);
@@ -473,7 +474,8 @@ pub fn call(ctx: &mut Ctx) -> Value {
             let served = blocking_family::serve_ready(shared, store);
             blocking_family::notify_served(shared, store, served);
         }
-        if write {
+        // (Checked here first: the key list is a fresh vector, not worth making for every write when no one waits.)
+        if write && store.locks.any_waiters() {
             // A write that replaced a lock (SET over a lease) must not leave its waiters hanging.
             crate::locks::engine::recheck_waiters(store, db, spec.key_indexes_in(args).into_iter().map(|i| &args[i][..]));
         }

@@ -90,6 +90,16 @@ pub fn fmt_score(v: f64) -> String {
     if v == 0.0 {
         return if v.is_sign_negative() { "-0".into() } else { "0".into() };
     }
+    // A whole number below 2^53 is exact, and `%.17g` prints it as its digits (no exponent below 1e17): the
+    // common case (timestamps, counters) without the exact-precision formatter, whose slow path dominated ZPOPMIN.
+    if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
+        return (v as i64).to_string();
+    }
+    fmt_score_general(v)
+}
+
+/// [`fmt_score`] for a finite, non-zero score, through the exact-precision formatter.
+fn fmt_score_general(v: f64) -> String {
     let sci = format!("{v:.16e}");
     let (mantissa, exp) = sci.split_once('e').expect("LowerExp writes an exponent");
     let exp: i32 = exp.parse().expect("a decimal exponent");
@@ -211,14 +221,19 @@ fn zadd(ctx: &mut Ctx) -> Value {
         Err(e) => return e,
         Ok(z) => z,
     };
-    // Decide first, without touching the value: a ZADD that would change nothing is not a write.
-    let mut plan: Vec<(f64, &Bytes)> = Vec::new();
+    // Decide first, without touching the value: a ZADD that would change nothing is not a write. The plan (what
+    // to insert, with final scores) is kept in `pairs`' own vector; a member named twice is remembered in `seen`,
+    // needed (and allocated) only when there are several pairs.
+    let mut planned = 0;
     let mut added = 0i64;
     let mut changed = 0i64;
     let mut incr_result: Option<f64> = None;
+    let several = pairs.len() > 1;
     let mut seen: hashbrown::HashMap<&[u8], f64> = hashbrown::HashMap::new();
-    for (score, member) in pairs {
-        let current = seen.get(&member[..]).copied().or_else(|| existing.and_then(|z| z.score(member)));
+    for j in 0..pairs.len() {
+        let (score, member) = pairs[j];
+        let earlier = if several { seen.get(&member[..]).copied() } else { None };
+        let current = earlier.or_else(|| existing.and_then(|z| z.score(member)));
         let new = if incr { current.unwrap_or(0.0) + score } else { score };
         if new.is_nan() {
             return Value::error(ERR_SCORE_NAN);
@@ -239,16 +254,20 @@ fn zadd(ctx: &mut Ctx) -> Value {
                 }
             }
         }
-        seen.insert(&member[..], new);
+        if several {
+            seen.insert(&member[..], new);
+        }
         incr_result = Some(new);
-        plan.push((new, member));
+        pairs[planned] = (new, member);
+        planned += 1;
     }
+    pairs.truncate(planned);
     if incr && incr_result.is_none() {
         return Value::Nil;
     }
-    if !plan.is_empty() && (added > 0 || changed > 0) {
+    if !pairs.is_empty() && (added > 0 || changed > 0) {
         write_zset(db, key, now, |z| {
-            for (s, m) in &plan {
+            for (s, m) in &pairs {
                 z.insert(m, *s, &limits);
             }
         });
@@ -652,6 +671,14 @@ pub fn pop(db: &mut Db, key: &[u8], now: u64, max: bool, count: usize) -> Vec<(B
     if count == 0 || !matches!(db.peek(key), Some(Entry { data: Data::ZSet(_), .. })) {
         return Vec::new();
     }
+    pop_from(db, key, now, max, count)
+}
+
+/// [`pop`] from a key known to hold a sorted set.
+fn pop_from(db: &mut Db, key: &[u8], now: u64, max: bool, count: usize) -> Vec<(Bytes, f64)> {
+    if count == 0 {
+        return Vec::new();
+    }
     write_zset(db, key, now, |z| {
         let mut out = Vec::with_capacity(count.min(z.len()));
         while out.len() < count {
@@ -673,10 +700,12 @@ fn zpop_cmd(ctx: &mut Ctx, max: bool) -> Value {
     };
     let (now, r3) = (ctx.now, resp3(ctx));
     let db = ctx.db();
-    if let Err(e) = read_zset(db, &args[1], now) {
-        return e;
-    }
-    let items = pop(db, &args[1], now, max, count.unwrap_or(1));
+    let items = match read_zset(db, &args[1], now) {
+        Err(e) => return e,
+        Ok(None) => Vec::new(),
+        // (Not through `pop`: the key was just found to hold a sorted set, one lookup less per pop.)
+        Ok(Some(_)) => pop_from(db, &args[1], now, max, count.unwrap_or(1)),
+    };
     match count {
         // Without a count, RESP3 answers one flat [member, score].
         None if r3 => match items.first() {
@@ -1208,5 +1237,19 @@ mod tests {
         assert_eq!(fmt_score(123456789.0), "123456789");
         assert_eq!(fmt_score(1e-5), "1.0000000000000001e-05");
         assert_eq!(fmt_score(0.0001), "0.0001");
+        // Whole numbers take a shortcut; it must print what `%.17g` does on both sides of its bound.
+        assert_eq!(fmt_score(9_007_199_254_740_991.0), "9007199254740991");
+        assert_eq!(fmt_score(9_007_199_254_740_992.0), "9007199254740992");
+        assert_eq!(fmt_score(-9_007_199_254_740_994.0), "-9007199254740994");
+        assert_eq!(fmt_score(1e16), "10000000000000000");
+        assert_eq!(fmt_score(1e17), "1e+17");
+        assert_eq!(fmt_score(-123.0), "-123");
+        let mut x = 1u64;
+        for _ in 0..2000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            for v in [(x >> 11) as f64, -((x >> 11) as f64), (x >> 40) as f64, ((x >> 11) as f64) / 1024.0] {
+                assert_eq!(fmt_score(v), fmt_score_general(v), "{v}");
+            }
+        }
     }
 }

@@ -175,64 +175,75 @@ impl Tree {
         }
     }
 
-    /// Links the detached node `id` into subtree `t`; returns the new subtree root.
-    fn link(&mut self, t: u32, id: u32) -> u32 {
-        if t == NIL {
-            return id;
-        }
-        if priority(id) > priority(t) {
-            let (l, r) = self.split(t, id);
-            let n = &mut self.nodes[id as usize];
-            n.left = l;
-            n.right = r;
-            self.update(id);
-            return id;
-        }
-        if self.cmp_ids(id, t) == Ordering::Less {
-            let l = self.link(self.nodes[t as usize].left, id);
-            self.nodes[t as usize].left = l;
-        } else {
-            let r = self.link(self.nodes[t as usize].right, id);
-            self.nodes[t as usize].right = r;
-        }
-        self.update(t);
-        t
-    }
-
-    /// Takes node `id` (at its current key) out of subtree `t`.
-    fn unlink(&mut self, t: u32, id: u32) -> u32 {
-        debug_assert!(t != NIL, "the node is in the tree");
-        if t == id {
+    /// Links the detached node `id` into the tree rooted at `root`; returns the new root. A loop rather than
+    /// recursion (ZADD's hot path): down from the root while the nodes outrank `id` in priority, each subtree passed
+    /// through growing by the one node; where `id` outranks the next, that subtree is split around it.
+    fn link(&mut self, root: u32, id: u32) -> u32 {
+        let pid = priority(id);
+        let (mut parent, mut went_left, mut t) = (NIL, false, root);
+        while t != NIL && pid <= priority(t) {
+            self.nodes[t as usize].size += 1;
+            parent = t;
+            went_left = self.cmp_ids(id, t) == Ordering::Less;
             let n = &self.nodes[t as usize];
-            return self.merge(n.left, n.right);
+            t = if went_left { n.left } else { n.right };
         }
-        if self.cmp_ids(id, t) == Ordering::Less {
-            let l = self.unlink(self.nodes[t as usize].left, id);
-            self.nodes[t as usize].left = l;
-        } else {
-            let r = self.unlink(self.nodes[t as usize].right, id);
-            self.nodes[t as usize].right = r;
-        }
-        self.update(t);
-        t
+        let (l, r) = self.split(t, id);
+        let n = &mut self.nodes[id as usize];
+        n.left = l;
+        n.right = r;
+        self.update(id);
+        self.set_child(parent, went_left, id, root)
     }
 
-    /// Takes the first (or last) node out of subtree `t` by following links only, without comparing members (the
-    /// ZPOPMIN/ZPOPMAX path); returns the new subtree root and the node taken.
-    fn unlink_end(&mut self, t: u32, last: bool) -> (u32, u32) {
-        let n = &self.nodes[t as usize];
-        let (inner, outer) = if last { (n.right, n.left) } else { (n.left, n.right) };
-        if inner == NIL {
-            return (outer, t);
+    /// Points `parent`'s left (or right) link at `child`; with no parent, `child` is the root. Returns the root.
+    fn set_child(&mut self, parent: u32, left: bool, child: u32, root: u32) -> u32 {
+        if parent == NIL {
+            return child;
         }
-        let (sub, id) = self.unlink_end(inner, last);
-        if last {
-            self.nodes[t as usize].right = sub;
+        let p = &mut self.nodes[parent as usize];
+        if left {
+            p.left = child;
         } else {
-            self.nodes[t as usize].left = sub;
+            p.right = child;
         }
-        self.update(t);
-        (t, id)
+        root
+    }
+
+    /// Takes node `id` (at its current key) out of the tree rooted at `root`; returns the new root. Down from the
+    /// root to it, each subtree passed through shrinking by the one node; its children merged take its place.
+    fn unlink(&mut self, root: u32, id: u32) -> u32 {
+        let (mut parent, mut went_left, mut t) = (NIL, false, root);
+        while t != id {
+            debug_assert!(t != NIL, "the node is in the tree");
+            self.nodes[t as usize].size -= 1;
+            parent = t;
+            went_left = self.cmp_ids(id, t) == Ordering::Less;
+            let n = &self.nodes[t as usize];
+            t = if went_left { n.left } else { n.right };
+        }
+        let n = &self.nodes[id as usize];
+        let merged = self.merge(n.left, n.right);
+        self.set_child(parent, went_left, merged, root)
+    }
+
+    /// Takes the first (or last) node out of the tree rooted at `root` by following links only, without comparing
+    /// members (the ZPOPMIN/ZPOPMAX path); returns the new root and the node taken.
+    fn unlink_end(&mut self, root: u32, last: bool) -> (u32, u32) {
+        let (mut parent, mut t) = (NIL, root);
+        loop {
+            let n = &self.nodes[t as usize];
+            let inner = if last { n.right } else { n.left };
+            if inner == NIL {
+                break;
+            }
+            self.nodes[t as usize].size -= 1;
+            parent = t;
+            t = inner;
+        }
+        let n = &self.nodes[t as usize];
+        let outer = if last { n.left } else { n.right };
+        (self.set_child(parent, !last, outer, root), t)
     }
 
     fn attach(&mut self, id: u32) {
