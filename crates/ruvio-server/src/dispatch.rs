@@ -31,17 +31,7 @@ pub fn execute<'g>(
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
-    if caller == Caller::Client {
-        return execute_client(Instant::now(), now, shared, client, args, guard);
-    }
-    match commands::resolve(args) {
-        Ok(resolved) if caller != Caller::Replay => timed(caller, resolved, Instant::now(), now, shared, client, args, guard),
-        Ok(resolved) => {
-            let (reply, block, _) = execute_resolved(caller, resolved, now, shared, client, args, guard);
-            (reply, block)
-        }
-        Err(e) => refuse(caller, client, e),
-    }
+    execute_from(caller, Instant::now(), now, shared, client, args, guard)
 }
 
 /// [`execute`] for a client's command that started at `started` (`now` is that instant in monotonic ms, derived
@@ -54,9 +44,27 @@ pub fn execute_client<'g>(
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
+    execute_from(Caller::Client, started, now, shared, client, args, guard)
+}
+
+/// [`execute`] for a command that started at `started`: a client's and its scripts' commands are counted
+/// ([`timed`]), replayed records are not.
+fn execute_from<'g>(
+    caller: Caller,
+    started: Instant,
+    now: u64,
+    shared: &'g Arc<Shared>,
+    client: &mut ClientState,
+    args: &[Bytes],
+    guard: &mut Option<MutexGuard<'g, Store>>,
+) -> (Value, Option<Block>) {
     match commands::resolve(args) {
-        Ok(resolved) => timed(Caller::Client, resolved, started, now, shared, client, args, guard),
-        Err(e) => refuse(Caller::Client, client, e),
+        Ok(resolved) if caller != Caller::Replay => timed(caller, resolved, started, now, shared, client, args, guard),
+        Ok(resolved) => {
+            let (reply, block, _) = execute_resolved(caller, resolved, now, shared, client, args, guard);
+            (reply, block)
+        }
+        Err(e) => refuse(caller, client, e),
     }
 }
 

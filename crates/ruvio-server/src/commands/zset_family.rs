@@ -445,20 +445,7 @@ fn range_ranks(z: &ZSetValue, range: &Range) -> (usize, usize) {
 /// The ranks `[a, end)` that `start..=stop` (ZRANGE's indexes, negative ones from the end) cover in a set of `len`
 /// members; `None` when empty.
 fn rank_span(len: usize, start: i64, stop: i64) -> Option<(usize, usize)> {
-    let len = len as i64;
-    let (mut a, mut b) = (start, stop);
-    if a < 0 {
-        a += len;
-    }
-    if b < 0 {
-        b += len;
-    }
-    a = a.max(0);
-    if a > b || a >= len {
-        return None;
-    }
-    b = b.min(len - 1);
-    Some((a as usize, b as usize + 1))
+    super::list_family::normalize_range(start, stop, len).map(|(a, b)| (a, b + 1))
 }
 
 /// The members `range` selects, in order (reversed for `rev`), after skipping `offset` and taking at most `limit`
