@@ -400,3 +400,105 @@ def test_large_request_value(c):
     c.expect(b"+OK\r\n", timeout=30)
     c.send(encode("STRLEN", "huge") + encode("GETRANGE", "huge", "1048576", "1048579"))
     c.expect(b":8388608\r\n$4\r\n\x00\x01\x02\x03\r\n")
+
+
+# -- LRANGE's reply, written straight from the list's packed chunks (issue 33) ----------------------------------
+
+def _lrange_model(model, start, stop):
+    """Redis's LRANGE on a Python list: negative indexes count from the tail, out-of-range ends are clamped."""
+    n = len(model)
+    if start < 0:
+        start = max(n + start, 0)
+    if stop < 0:
+        stop = n + stop
+    stop = min(stop, n - 1)
+    return [] if start > stop or start >= n else model[start:stop + 1]
+
+
+def _bulks(items):
+    return b"*%d\r\n" % len(items) + b"".join(b"$%d\r\n%s\r\n" % (len(e), e) for e in items)
+
+
+def _expect_exact(conn, want, what):
+    """Reads len(want) bytes; on a mismatch says where, without printing a reply of hundreds of KB."""
+    got = conn.read_exact(len(want), timeout=30)
+    if got != want:
+        at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+        raise AssertionError(f"{what}: first difference at byte {at} of {len(want)}: "
+                             f"got {got[max(at - 40, 0):at + 40]!r}, want {want[max(at - 40, 0):at + 40]!r}")
+
+
+def test_lrange_bytes_across_chunks_resp2_resp3_multi_and_eval(server):
+    """LRANGE over a list of many packed chunks (empty, short, 127/128-byte, 4 KB and >4 KB elements, bytes that
+    look like RESP) against a Python model, byte for byte: RESP2 and RESP3, inside MULTI/EXEC, and through EVAL
+    (redis.call's Lua table returned as the script's reply, and read inside the script), for ranges with negative,
+    reversed and out-of-range indexes. The reply is encoded straight from the chunks, so a wrong length, a skipped
+    element or a chunk boundary read wrong shows here."""
+    import random
+    rnd = random.Random(3301)
+    sizes = [0, 0, 1, 3, 9, 10, 99, 100, 127, 128, 129, 1000, 4095, 4096, 4097, 5000, 9000]
+
+    def elem(i):
+        size = rnd.choice(sizes) if rnd.random() < 0.25 else rnd.choice(sizes[:8])
+        body = (b"%d:" % i + b"\r\n$*x" * (size // 5 + 1))[:size]
+        return body
+
+    model = []
+    c2, c3 = server.raw(), server.raw()
+    c3.send(encode("HELLO", "3"))
+    assert isinstance(c3.read_reply(), Map)
+    for batch in range(8):
+        items = [elem(batch * 1000 + i) for i in range(300)]
+        if batch % 3 == 1:
+            c2.send(encode("LPUSH", "l", *items))
+            model[:0] = list(reversed(items))
+        else:
+            c2.send(encode("RPUSH", "l", *items))
+            model.extend(items)
+        c2.expect(b":%d\r\n" % len(model))
+    n = len(model)
+    assert sum(len(e) for e in model) > 4 * 8192  # several chunks, whatever the elements drew
+    ranges = [(0, -1), (0, 0), (-1, -1), (0, 99), (-100, -1), (5, 3), (n - 1, n + 5), (n, n + 10), (-n - 10, 2),
+              (-n - 10, -n - 5), (-3, 2), (10, -n), (0, 9223372036854775807), (-9223372036854775808, -n + 1)]
+    ranges += [(a, a + rnd.randrange(0, 400)) for a in (rnd.randrange(-n, n) for _ in range(25))]
+    for start, stop in ranges:
+        want = _bulks(_lrange_model(model, start, stop))
+        for conn, proto in ((c2, "RESP2"), (c3, "RESP3")):
+            conn.send(encode("LRANGE", "l", start, stop))
+            _expect_exact(conn, want, f"{proto} LRANGE l {start} {stop}")
+    for conn in (c2, c3):
+        conn.send(encode("LRANGE", "missing", 0, -1))
+        conn.expect(b"*0\r\n")
+
+    # Inside MULTI: EXEC's array holds each LRANGE's reply as it is.
+    picked = ranges[:4] + ranges[-4:]
+    for conn, proto in ((c2, "RESP2"), (c3, "RESP3")):
+        conn.send(encode("MULTI"))
+        conn.expect(b"+OK\r\n")
+        for start, stop in picked:
+            conn.send(encode("LRANGE", "l", start, stop))
+            conn.expect(b"+QUEUED\r\n")
+        conn.send(encode("LLEN", "l") + encode("EXEC"))
+        conn.expect(b"+QUEUED\r\n")
+        want = b"*%d\r\n" % (len(picked) + 1) + b"".join(_bulks(_lrange_model(model, a, b)) for a, b in picked)
+        _expect_exact(conn, want + b":%d\r\n" % n, f"{proto} EXEC of LRANGEs")
+
+    # Through EVAL: redis.call turns the reply into a Lua table (under either script protocol), returned as is,
+    # and read element by element inside the script.
+    ret = "return redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2])"
+    ret3 = "redis.setresp(3) " + ret
+    inside = ("local t = redis.call('LRANGE', KEYS[1], ARGV[1], ARGV[2]) local lens = {#t} "
+              "for i = 1, #t do lens[#lens + 1] = #t[i] end return lens")
+    for start, stop in ranges[:6] + ranges[-6:]:
+        got = _lrange_model(model, start, stop)
+        for conn, proto in ((c2, "RESP2"), (c3, "RESP3")):
+            for script in (ret, ret3):
+                conn.send(encode("EVAL", script, 1, "l", start, stop))
+                _expect_exact(conn, _bulks(got), f"{proto} EVAL {script!r} {start} {stop}")
+            conn.send(encode("EVAL", inside, 1, "l", start, stop))
+            lens = [len(got)] + [len(e) for e in got]
+            _expect_exact(conn, b"*%d\r\n" % len(lens) + b"".join(b":%d\r\n" % x for x in lens), f"{proto} EVAL lens")
+    for conn in (c2, c3):
+        conn.send(encode("PING"))
+        conn.expect(b"+PONG\r\n")
+        conn.close()

@@ -32,10 +32,11 @@ fn unexpected<T>(v: &Value, wanted: &str) -> Result<T> {
     Err(Error::type_error(format!("cannot read {v:?} as {wanted}")))
 }
 
-/// Strips what only decorates a value: RESP3 attributes.
+/// Strips what only decorates a value (RESP3 attributes) and unpacks an array kept in wire form.
 fn plain(v: Value) -> Value {
     match v {
         Value::Attribute { data, .. } => plain(*data),
+        Value::Bulks(b) => Value::Array(b.to_values()),
         other => other,
     }
 }

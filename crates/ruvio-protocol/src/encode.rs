@@ -127,6 +127,8 @@ pub fn encode(value: &Value, proto: Protocol, buf: &mut BytesMut) {
                 put_bulk(buf, n);
             }
         }
+        // Already in wire form; an array of bulk strings is the same in both versions.
+        Value::Bulks(b) => buf.put_slice(b.wire()),
     }
 }
 
@@ -176,6 +178,25 @@ mod tests {
             assert_eq!(enc(&Value::Simple(Bytes::from_static(b"a\nb\rc")), p), b"+a b c\r\n");
         }
         assert_eq!(enc(&Value::BigNumber(Bytes::from_static(b"1\r\n2")), Protocol::Resp3), b"(1  2\r\n");
+    }
+
+    proptest::proptest! {
+        /// A `BulkArray` is byte for byte the `Array` of `Bulk`s it stands for, in both versions, and reads back
+        /// the elements it was built from.
+        #[test]
+        fn bulk_array_is_an_array_of_bulks(items in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40), 0..30), big in 0usize..3) {
+            let mut items = items;
+            // A few long ones, so lengths of several digits are read back too.
+            items.extend((0..big).map(|i| vec![b'\r'; 10_000 + i]));
+            let b = crate::BulkArray::new(items.iter().map(|e| &e[..]));
+            let plain = Value::Array(items.iter().map(|e| Value::Bulk(Bytes::copy_from_slice(e))).collect());
+            for p in [Protocol::Resp2, Protocol::Resp3] {
+                proptest::prop_assert_eq!(enc(&Value::Bulks(b.clone()), p), enc(&plain, p));
+            }
+            proptest::prop_assert_eq!(b.len(), items.len());
+            proptest::prop_assert_eq!(b.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), items);
+            proptest::prop_assert_eq!(Value::Array(b.to_values()), plain);
+        }
     }
 
     #[test]

@@ -15,4 +15,4 @@ mod value;
 pub use decode::{decode_value, DecodeError, DecodeLimits};
 pub use encode::{encode, encode_command};
 pub use request::{ProtocolError, RequestLimits, RequestParser, UNAUTHENTICATED_MAX_ARGS, UNAUTHENTICATED_MAX_BULK};
-pub use value::{Protocol, Value};
+pub use value::{BulkArray, BulkArrayIter, Protocol, Value};

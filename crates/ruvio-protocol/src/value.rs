@@ -42,6 +42,118 @@ pub enum Value {
     Push(Vec<Value>),
     /// `|n`: attributes that precede a value; only ever received, never sent by the server.
     Attribute { attributes: Vec<(Value, Value)>, data: Box<Value> },
+    /// An array of bulk strings already in its wire form (the server's large read replies, such as LRANGE's, built
+    /// straight from packed data); never produced by the decoder, which reads such a reply as an `Array` of `Bulk`.
+    Bulks(BulkArray),
+}
+
+/// An array of bulk strings kept in its wire form, `*n\r\n` then `$len\r\n<bytes>\r\n` per element, which RESP2 and
+/// RESP3 spell alike. A reply of many short strings copied out of packed storage costs one buffer this way, where an
+/// `Array` of `Bulk`s costs a value per element (and a reference count on a shared buffer, or an allocation, each)
+/// that is built, encoded and dropped under the server's store lock. The wire form is only ever written by
+/// [`BulkArray::new`], so reading it back ([`BulkArray::iter`]) trusts it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BulkArray {
+    wire: Bytes,
+    len: usize,
+}
+
+fn digits(mut n: usize) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+impl BulkArray {
+    /// The array of `items`, encoded into one buffer of exactly its size (the iterator is walked twice: once to
+    /// size the buffer, once to fill it).
+    pub fn new<'a, I: Iterator<Item = &'a [u8]> + Clone>(items: I) -> BulkArray {
+        let (mut len, mut size) = (0, 0);
+        for e in items.clone() {
+            len += 1;
+            size += 1 + digits(e.len()) + 2 + e.len() + 2;
+        }
+        let mut buf = bytes::BytesMut::with_capacity(1 + digits(len) + 2 + size);
+        let mut num = itoa::Buffer::new();
+        buf.extend_from_slice(b"*");
+        buf.extend_from_slice(num.format(len).as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        for e in items {
+            buf.extend_from_slice(b"$");
+            buf.extend_from_slice(num.format(e.len()).as_bytes());
+            buf.extend_from_slice(b"\r\n");
+            buf.extend_from_slice(e);
+            buf.extend_from_slice(b"\r\n");
+        }
+        debug_assert_eq!(buf.len(), buf.capacity());
+        BulkArray { wire: buf.freeze(), len }
+    }
+
+    /// How many elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The whole array as it goes on the wire, in either protocol version.
+    pub fn wire(&self) -> &[u8] {
+        &self.wire
+    }
+
+    /// The elements, in order.
+    pub fn iter(&self) -> BulkArrayIter<'_> {
+        let at = self.wire.iter().position(|&c| c == b'\n').map_or(self.wire.len(), |i| i + 1);
+        BulkArrayIter { wire: &self.wire, at, left: self.len }
+    }
+
+    /// The same array as an `Array` of `Bulk`s (sharing this one's buffer).
+    pub fn to_values(&self) -> Vec<Value> {
+        self.iter().map(|e| Value::Bulk(self.wire.slice_ref(e))).collect()
+    }
+}
+
+/// The elements of a [`BulkArray`].
+pub struct BulkArrayIter<'a> {
+    wire: &'a [u8],
+    at: usize,
+    left: usize,
+}
+
+impl<'a> Iterator for BulkArrayIter<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        // `$<digits>\r\n<len bytes>\r\n`, as `BulkArray::new` wrote it.
+        let mut at = self.at + 1;
+        let mut len = 0;
+        while self.wire[at] != b'\r' {
+            len = len * 10 + (self.wire[at] - b'0') as usize;
+            at += 1;
+        }
+        at += 2;
+        self.at = at + len + 2;
+        Some(&self.wire[at..at + len])
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for BulkArrayIter<'_> {}
+
+impl std::fmt::Debug for BulkArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter().map(|e| self.wire.slice_ref(e))).finish()
+    }
 }
 
 impl Value {

@@ -299,23 +299,12 @@ pub fn resolve(args: &[Bytes]) -> Result<Resolved, Value> {
 
 pub use crate::errors::{ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
 
-/// An array reply of bulk strings copied out of the keyspace with one allocation for all of them (each element a
-/// slice of one buffer) instead of one per element: LRANGE 0 99 made 100 allocations under the store lock.
+/// An array reply of bulk strings copied out of the keyspace straight into its wire form (one buffer for the
+/// whole reply, see `BulkArray`): LRANGE 0 99 first made 100 allocations under the store lock, then 100 values
+/// sharing one buffer, each a reference count taken and dropped; now it is one copy of the bytes. Scripts and EXEC
+/// see it as the array of bulk strings it is.
 pub fn bulk_array<'a, I: Iterator<Item = &'a [u8]> + Clone>(items: I) -> Value {
-    let total: usize = items.clone().map(<[u8]>::len).sum();
-    let mut buf = bytes::BytesMut::with_capacity(total);
-    items.clone().for_each(|b| buf.extend_from_slice(b));
-    let buf = buf.freeze();
-    let mut at = 0;
-    Value::Array(
-        items
-            .map(|b| {
-                let v = Value::Bulk(buf.slice(at..at + b.len()));
-                at += b.len();
-                v
-            })
-            .collect(),
-    )
+    Value::Bulks(ruvio_protocol::BulkArray::new(items))
 }
 
 pub fn parse_i64(b: &[u8]) -> Option<i64> {

@@ -72,6 +72,13 @@ pub fn reply_to_lua(lua: &Lua, v: &Value, resp: u8) -> mlua::Result<LuaValue> {
         }
         Value::Verbatim { text, .. } => LuaValue::String(lua.create_string(text)?),
         Value::Attribute { data, .. } => reply_to_lua(lua, data, resp)?,
+        Value::Bulks(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, lua.create_string(item)?)?;
+            }
+            LuaValue::Table(t)
+        }
     })
 }
 
