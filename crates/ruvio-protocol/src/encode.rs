@@ -180,6 +180,19 @@ mod tests {
         assert_eq!(enc(&Value::BigNumber(Bytes::from_static(b"1\r\n2")), Protocol::Resp3), b"(1  2\r\n");
     }
 
+    /// An iterator that claims a length it does not have.
+    struct Lying<I>(I, usize);
+    impl<I: Iterator> Iterator for Lying<I> {
+        type Item = I::Item;
+        fn next(&mut self) -> Option<I::Item> {
+            self.0.next()
+        }
+        fn size_hint(&self) -> (usize, Option<usize>) {
+            (self.1, Some(self.1))
+        }
+    }
+    impl<I: Iterator> ExactSizeIterator for Lying<I> {}
+
     proptest::proptest! {
         /// A `BulkArray` is byte for byte the `Array` of `Bulk`s it stands for, in both versions, and reads back
         /// the elements it was built from.
@@ -189,10 +202,13 @@ mod tests {
             // A few long ones, so lengths of several digits are read back too.
             items.extend((0..big).map(|i| vec![b'\r'; 10_000 + i]));
             let b = crate::BulkArray::new(items.iter().map(|e| &e[..]));
+            // An iterator whose length is wrong still gives a well-formed array of what it yielded.
+            let short = crate::BulkArray::new(Lying(items.iter().map(|e| &e[..]), items.len() + 11));
             let plain = Value::Array(items.iter().map(|e| Value::Bulk(Bytes::copy_from_slice(e))).collect());
             for p in [Protocol::Resp2, Protocol::Resp3] {
                 proptest::prop_assert_eq!(enc(&Value::Bulks(b.clone()), p), enc(&plain, p));
             }
+            proptest::prop_assert_eq!(enc(&Value::Bulks(short), Protocol::Resp2), enc(&plain, Protocol::Resp2));
             proptest::prop_assert_eq!(b.len(), items.len());
             proptest::prop_assert_eq!(b.iter().map(<[u8]>::to_vec).collect::<Vec<_>>(), items);
             proptest::prop_assert_eq!(Value::Array(b.to_values()), plain);

@@ -54,42 +54,43 @@ pub enum Value {
 /// [`BulkArray::new`], so reading it back ([`BulkArray::iter`]) trusts it.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BulkArray {
-    wire: Bytes,
+    wire: Vec<u8>,
     len: usize,
 }
 
-fn digits(mut n: usize) -> usize {
-    let mut d = 1;
-    while n >= 10 {
-        n /= 10;
-        d += 1;
+fn put_count(buf: &mut Vec<u8>, prefix: u8, n: usize) {
+    buf.push(prefix);
+    if n < 10 {
+        buf.push(b'0' + n as u8);
+    } else {
+        buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
     }
-    d
+    buf.extend_from_slice(b"\r\n");
 }
 
 impl BulkArray {
-    /// The array of `items`, encoded into one buffer of exactly its size (the iterator is walked twice: once to
-    /// size the buffer, once to fill it).
-    pub fn new<'a, I: Iterator<Item = &'a [u8]> + Clone>(items: I) -> BulkArray {
-        let (mut len, mut size) = (0, 0);
-        for e in items.clone() {
-            len += 1;
-            size += 1 + digits(e.len()) + 2 + e.len() + 2;
-        }
-        let mut buf = bytes::BytesMut::with_capacity(1 + digits(len) + 2 + size);
-        let mut num = itoa::Buffer::new();
-        buf.extend_from_slice(b"*");
-        buf.extend_from_slice(num.format(len).as_bytes());
-        buf.extend_from_slice(b"\r\n");
+    /// The array of `items`, written in one pass (the header from the iterator's length; should the iterator
+    /// yield a different number of items, the header is rewritten to match what it yielded).
+    pub fn new<'a, I: ExactSizeIterator<Item = &'a [u8]>>(items: I) -> BulkArray {
+        let n = items.len();
+        // Enough for n short strings; a longer one reserves what it needs.
+        let mut wire = Vec::with_capacity(24 + n.saturating_mul(16).min(1 << 20));
+        put_count(&mut wire, b'*', n);
+        let mut len = 0;
         for e in items {
-            buf.extend_from_slice(b"$");
-            buf.extend_from_slice(num.format(e.len()).as_bytes());
-            buf.extend_from_slice(b"\r\n");
-            buf.extend_from_slice(e);
-            buf.extend_from_slice(b"\r\n");
+            wire.reserve(e.len() + 25);
+            put_count(&mut wire, b'$', e.len());
+            wire.extend_from_slice(e);
+            wire.extend_from_slice(b"\r\n");
+            len += 1;
         }
-        debug_assert_eq!(buf.len(), buf.capacity());
-        BulkArray { wire: buf.freeze(), len }
+        if len != n {
+            let body = wire.split_off(wire.iter().position(|&c| c == b'\n').map_or(0, |i| i + 1));
+            wire.clear();
+            put_count(&mut wire, b'*', len);
+            wire.extend_from_slice(&body);
+        }
+        BulkArray { wire, len }
     }
 
     /// How many elements.
@@ -112,9 +113,9 @@ impl BulkArray {
         BulkArrayIter { wire: &self.wire, at, left: self.len }
     }
 
-    /// The same array as an `Array` of `Bulk`s (sharing this one's buffer).
+    /// The same array as an `Array` of `Bulk`s.
     pub fn to_values(&self) -> Vec<Value> {
-        self.iter().map(|e| Value::Bulk(self.wire.slice_ref(e))).collect()
+        self.iter().map(|e| Value::Bulk(Bytes::copy_from_slice(e))).collect()
     }
 }
 
@@ -152,7 +153,7 @@ impl ExactSizeIterator for BulkArrayIter<'_> {}
 
 impl std::fmt::Debug for BulkArray {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(self.iter().map(|e| self.wire.slice_ref(e))).finish()
+        f.debug_list().entries(self.iter().map(Bytes::copy_from_slice)).finish()
     }
 }
 
@@ -206,3 +207,7 @@ impl Value {
         }
     }
 }
+
+// Replies are moved and collected by the value (EXEC's array, a script's results): the wire-form array must not
+// make every value bigger.
+const _: () = assert!(std::mem::size_of::<Value>() <= 40);

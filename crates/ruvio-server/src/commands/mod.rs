@@ -303,7 +303,7 @@ pub use crate::errors::{ERR_NOT_INTEGER, ERR_SYNTAX, ERR_WRONGTYPE};
 /// whole reply, see `BulkArray`): LRANGE 0 99 first made 100 allocations under the store lock, then 100 values
 /// sharing one buffer, each a reference count taken and dropped; now it is one copy of the bytes. Scripts and EXEC
 /// see it as the array of bulk strings it is.
-pub fn bulk_array<'a, I: Iterator<Item = &'a [u8]> + Clone>(items: I) -> Value {
+pub fn bulk_array<'a, I: ExactSizeIterator<Item = &'a [u8]>>(items: I) -> Value {
     Value::Bulks(ruvio_protocol::BulkArray::new(items))
 }
 

@@ -332,6 +332,35 @@ impl DoubleEndedIterator for ChunkIter<'_> {
 
 impl ExactSizeIterator for ChunkIter<'_> {}
 
+/// A run of a list's elements ([`ListValue::range`]): the chunk being read, then the ones after it.
+#[derive(Clone)]
+pub struct Range<'a> {
+    chunks: std::collections::vec_deque::Iter<'a, Chunk>,
+    cur: ChunkIter<'a>,
+    left: usize,
+}
+
+impl<'a> Iterator for Range<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        loop {
+            if let Some(e) = self.cur.next() {
+                self.left -= 1;
+                return Some(e);
+            }
+            self.cur = self.chunks.next()?.iter();
+        }
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Range<'_> {}
+
 /// Chunks holding `elems` in order, each full but the last, each buffer exactly its size; `hint`: about how many
 /// bytes they take (the first buffer starts that big, so rebuilding a small chunk does not take 8 KB).
 fn pack<'e>(elems: impl Iterator<Item = &'e [u8]>, hint: usize) -> Vec<Chunk> {
@@ -528,11 +557,17 @@ impl ListValue {
         self.chunks.iter().flat_map(Chunk::iter)
     }
 
-    /// Elements `a..=b` (both inside the list), reached from the nearer end.
-    pub fn range(&self, a: usize, b: usize) -> impl Iterator<Item = &[u8]> + Clone + '_ {
+    /// Elements `a..=b` (both inside the list), reached from the nearer end. Its exact length lets LRANGE write
+    /// the reply's header before walking it once.
+    pub fn range(&self, a: usize, b: usize) -> Range<'_> {
         debug_assert!(a <= b && b < self.len);
         let (ci, off) = self.locate(a);
-        self.chunks.range(ci..).flat_map(Chunk::iter).skip(off).take(b - a + 1)
+        let mut chunks = self.chunks.range(ci..);
+        let mut cur = chunks.next().expect("a is inside the list").iter();
+        if off > 0 {
+            cur.nth(off - 1);
+        }
+        Range { chunks, cur, left: b - a + 1 }
     }
 
     /// Replaces chunk `ci` by the chunks `f` builds from its elements (empty: the chunk goes), then merges small
