@@ -30,8 +30,8 @@ SECONDS_RL=${SECONDS_RL:-10}
 CLIENTS=50
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RL_DRIVER=${RL_DRIVER:-target/release/examples/rate_limiter}
-RUVIO_PORT=7431
-REDIS_PORT=7432
+RUVIO_PORT=${RUVIO_PORT:-7431}
+REDIS_PORT=${REDIS_PORT:-7432}
 FLAGS=(--appendonly no)
 # Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1

@@ -1,5 +1,7 @@
 """Exact-byte protocol tests over a raw TCP socket, RESP2 and (after HELLO 3) RESP3."""
 
+import time
+
 import pytest
 
 from helpers import NULL, Map, Verbatim, encode
@@ -420,12 +422,20 @@ def _bulks(items):
 
 
 def _expect_exact(conn, want, what):
-    """Reads len(want) bytes; on a mismatch says where, without printing a reply of hundreds of KB."""
-    got = conn.read_exact(len(want), timeout=30)
+    """Reads the reply to a command sent with a PING behind it, comparing as the bytes arrive: a wrong or short
+    reply fails at once (the PONG fills in behind a short one), and says where without printing hundreds of KB."""
+    want += b"+PONG\r\n"
+    deadline = time.monotonic() + 10
+    while True:
+        got = conn.buf[:len(want)]
+        if got != want[:len(got)] or len(got) == len(want):
+            break
+        conn._fill(deadline)
     if got != want:
-        at = next(i for i, (a, b) in enumerate(zip(got, want)) if a != b)
+        at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), len(got))
         raise AssertionError(f"{what}: first difference at byte {at} of {len(want)}: "
                              f"got {got[max(at - 40, 0):at + 40]!r}, want {want[max(at - 40, 0):at + 40]!r}")
+    conn.buf = conn.buf[len(want):]
 
 
 def test_lrange_bytes_across_chunks_resp2_resp3_multi_and_eval(server):
@@ -464,7 +474,7 @@ def test_lrange_bytes_across_chunks_resp2_resp3_multi_and_eval(server):
     for start, stop in ranges:
         want = _bulks(_lrange_model(model, start, stop))
         for conn, proto in ((c2, "RESP2"), (c3, "RESP3")):
-            conn.send(encode("LRANGE", "l", start, stop))
+            conn.send(encode("LRANGE", "l", start, stop) + encode("PING"))
             _expect_exact(conn, want, f"{proto} LRANGE l {start} {stop}")
     for conn in (c2, c3):
         conn.send(encode("LRANGE", "missing", 0, -1))
@@ -478,7 +488,7 @@ def test_lrange_bytes_across_chunks_resp2_resp3_multi_and_eval(server):
         for start, stop in picked:
             conn.send(encode("LRANGE", "l", start, stop))
             conn.expect(b"+QUEUED\r\n")
-        conn.send(encode("LLEN", "l") + encode("EXEC"))
+        conn.send(encode("LLEN", "l") + encode("EXEC") + encode("PING"))
         conn.expect(b"+QUEUED\r\n")
         want = b"*%d\r\n" % (len(picked) + 1) + b"".join(_bulks(_lrange_model(model, a, b)) for a, b in picked)
         _expect_exact(conn, want + b":%d\r\n" % n, f"{proto} EXEC of LRANGEs")
@@ -493,12 +503,10 @@ def test_lrange_bytes_across_chunks_resp2_resp3_multi_and_eval(server):
         got = _lrange_model(model, start, stop)
         for conn, proto in ((c2, "RESP2"), (c3, "RESP3")):
             for script in (ret, ret3):
-                conn.send(encode("EVAL", script, 1, "l", start, stop))
+                conn.send(encode("EVAL", script, 1, "l", start, stop) + encode("PING"))
                 _expect_exact(conn, _bulks(got), f"{proto} EVAL {script!r} {start} {stop}")
-            conn.send(encode("EVAL", inside, 1, "l", start, stop))
+            conn.send(encode("EVAL", inside, 1, "l", start, stop) + encode("PING"))
             lens = [len(got)] + [len(e) for e in got]
             _expect_exact(conn, b"*%d\r\n" % len(lens) + b"".join(b":%d\r\n" % x for x in lens), f"{proto} EVAL lens")
     for conn in (c2, c3):
-        conn.send(encode("PING"))
-        conn.expect(b"+PONG\r\n")
         conn.close()
