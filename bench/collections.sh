@@ -19,7 +19,8 @@
 # Usage: bench/collections.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli, python3, bc)
 #        PARTS="memory throughput ratelimit" (the default: all three) runs only the parts named, e.g. PARTS=memory for
 #        the memory table alone (it does not depend on timing, so it can be measured on a loaded machine); TESTS="lpush
-#        rpop" narrows the throughput part to those redis-benchmark tests.
+#        rpop" narrows the throughput part to those redis-benchmark tests. RUVIO_PORT / REDIS_PORT (default 7431 / 7432)
+#        move the servers off the default ports, so two checkouts can run it one after the other without colliding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-400000}
