@@ -372,6 +372,49 @@ mod tests {
         assert_eq!(got[2], vec![Bytes::from("SET"), Bytes::from("k"), Bytes::from("v 1")]);
     }
 
+    fn request(n: usize, tag: &str) -> Vec<u8> {
+        let mut out = format!("*{n}\r\n").into_bytes();
+        for i in 0..n {
+            let a = format!("{tag}{i}");
+            out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn a_recycled_argument_vector_carries_the_next_large_request() {
+        let l = RequestLimits::default();
+        let mut p = RequestParser::new();
+        let mut buf = BytesMut::from(&request(100, "a")[..]);
+        let first = p.parse(&mut buf, &l).unwrap().unwrap();
+        let slots = first.as_ptr();
+        p.recycle(first);
+        buf.extend_from_slice(&request(80, "b"));
+        let second = p.parse(&mut buf, &l).unwrap().unwrap();
+        assert_eq!(second.as_ptr(), slots, "the recycled vector is reused");
+        assert_eq!(second.len(), 80);
+        assert_eq!((&second[0][..], &second[79][..]), (&b"b0"[..], &b"b79"[..]));
+        // Small requests neither take the spare nor give theirs back; a request larger than the spare gets its own.
+        p.recycle(second);
+        buf.extend_from_slice(&request(3, "c"));
+        let small = p.parse(&mut buf, &l).unwrap().unwrap();
+        assert_ne!(small.as_ptr(), slots);
+        p.recycle(small);
+        buf.extend_from_slice(&request(200, "d"));
+        let larger = p.parse(&mut buf, &l).unwrap().unwrap();
+        assert_ne!(larger.as_ptr(), slots);
+        assert_eq!(larger.len(), 200);
+        // Released (an idle connection), the spare is gone: the next large request allocates.
+        p.recycle(larger);
+        p.release_spare();
+        buf.extend_from_slice(&request(100, "e"));
+        assert_eq!(p.parse(&mut buf, &l).unwrap().unwrap()[99], Bytes::from("e99"));
+        assert_eq!(p.spare.capacity(), 0);
+        // Vectors past PREALLOC_ARGS slots (grown for a huge request) are not kept.
+        p.recycle(Vec::with_capacity(PREALLOC_ARGS * 2));
+        assert_eq!(p.spare.capacity(), 0);
+    }
+
     #[test]
     fn byte_by_byte_equals_whole() {
         let input = b"*3\r\n$3\r\nSET\r\n$5\r\nk\r\n\0x\r\n$0\r\n\r\n";
