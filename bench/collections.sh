@@ -19,7 +19,8 @@
 # Usage: bench/collections.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli, python3, bc)
 #        PARTS="memory throughput ratelimit" (the default: all three) runs only the parts named, e.g. PARTS=memory for
 #        the memory table alone (it does not depend on timing, so it can be measured on a loaded machine); TESTS="lpush
-#        rpop" narrows the throughput part to those redis-benchmark tests.
+#        rpop" narrows the throughput part to those redis-benchmark tests. RUVIO_PORT / REDIS_PORT (default 7431 / 7432)
+#        let a second run share the machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-400000}
@@ -30,8 +31,8 @@ SECONDS_RL=${SECONDS_RL:-10}
 CLIENTS=50
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
 RL_DRIVER=${RL_DRIVER:-target/release/examples/rate_limiter}
-RUVIO_PORT=7431
-REDIS_PORT=7432
+RUVIO_PORT=${RUVIO_PORT:-7431}  # other ports let two runs share the machine
+REDIS_PORT=${REDIS_PORT:-7432}
 FLAGS=(--appendonly no)
 # Offline machines build from the vendored crates (scripts/lib/toolchains.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib/toolchains.sh" && ruvio_cargo_source || exit 1
