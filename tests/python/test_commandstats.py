@@ -5,6 +5,9 @@ passes against redis-server (RUVIO_TEST_TARGET=redis)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 import redis
 
@@ -114,3 +117,42 @@ def test_a_script_without_flags_is_refused_writes_over_maxmemory_command_by_comm
     assert c.eval("return redis.call('get', KEYS[1])", 1, "x") is None
     c.config_set("maxmemory", "0")
     assert c.eval("return redis.call('set', KEYS[1], 'y')", 1, "x") == b"OK"
+
+
+def test_a_command_that_waited_is_counted_when_it_is_answered(c, server) -> None:
+    # A script that runs longer than the I/O thread waits for it on the spot (Ruvio then lets the client wait as for
+    # a blocked command): its failure still counts. Counted at block time, it used to show failed_calls=0.
+    slow_then_fail = "for i = 1, 3000000 do end return redis.call('select', 99)"
+    with pytest.raises(redis.ResponseError, match="DB index is out of range"):
+        c.eval(slow_then_fail, 0)
+    st = cmdstat(c, "eval")
+    assert (st["calls"], st["rejected_calls"], st["failed_calls"]) == (1, 0, 1)
+    assert errorstat(c, "ERR") == 1 and total_errors(c) == 1
+    # A blocked BLPOP ended by CLIENT UNBLOCK ... ERROR: one call, failed (Redis counts it on unblock).
+    c.config_resetstat()
+    waiter = server.client()
+    waiter_id = waiter.client_id()
+    outcome: list[BaseException | object] = []
+    t = threading.Thread(target=lambda: outcome.append(_call(lambda: waiter.blpop(["cs:nothing"], timeout=10))))
+    t.start()
+    for _ in range(200):
+        if any(cl["id"] == str(waiter_id) and cl["cmd"] == "blpop" for cl in c.client_list()):
+            break
+        time.sleep(0.01)
+    assert c.client_unblock(waiter_id, error=True)
+    t.join(10)
+    assert isinstance(outcome[0], redis.ResponseError) and "UNBLOCKED" in str(outcome[0])
+    st = cmdstat(c, "blpop")
+    assert (st["calls"], st["rejected_calls"], st["failed_calls"]) == (1, 0, 1)
+    assert errorstat(c, "UNBLOCKED") == 1
+    # Timed out: one call, not failed.
+    assert waiter.blpop(["cs:nothing"], timeout=0.05) is None
+    st = cmdstat(c, "blpop")
+    assert (st["calls"], st["failed_calls"]) == (2, 1)
+
+
+def _call(f):
+    try:
+        return f()
+    except BaseException as e:  # noqa: BLE001 - handed to the test thread to assert on
+        return e

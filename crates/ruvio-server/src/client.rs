@@ -265,6 +265,10 @@ pub struct ClientState {
     pub close_without_reply: bool,
     /// Replies that go out before the handler's return value (SUBSCRIBE answers once per channel).
     pub extra_replies: Vec<ruvio_protocol::Value>,
+    /// A command that blocked (BLPOP, LEASE ... WAIT, an EVAL still running on the script thread) is counted in INFO
+    /// commandstats when its reply comes, as Redis counts it on unblock: only then is it known whether it failed.
+    /// Called with "the reply is an error".
+    pub count_when_unblocked: Option<Box<dyn FnOnce(bool) + Send>>,
     /// `CLIENT DURABILITY REPLICAS n`: each write is answered once n replicas (and this node) fsynced it.
     pub durability_replicas: usize,
     /// On a durable connection, the lock a blocked LEASE/SEMAPHORE ... WAIT waits for (database, key): the grant it
@@ -303,6 +307,7 @@ impl ClientState {
             close_after_reply: false,
             close_without_reply: false,
             extra_replies: Vec::new(),
+            count_when_unblocked: None,
             durability_replicas: 0,
             lock_wait: None,
             reply_mode: ReplyMode::On,

@@ -52,6 +52,26 @@ enum Step {
     Close,
 }
 
+/// Lets every connection already queued on this I/O worker run its turn before this one writes its replies: the
+/// connections that one poll of the socket found ready then read and run first and write one after another (as
+/// Redis's event loop reads every ready client and writes in `beforeSleep`). Writing at once instead wakes a waiting
+/// client for every reply; back to back, one wake-up serves several (measured in docs/benchmarks.md, "Replies at
+/// the end of the worker's turn"). Unlike `tokio::task::yield_now`, which waits for the next poll of the sockets
+/// (a system call per turn for a lone client), this requeues the task behind the ones already queued, so a lone
+/// client's reply goes out at once.
+async fn behind_ready_connections() {
+    let mut queued = false;
+    std::future::poll_fn(|cx| {
+        if queued {
+            return std::task::Poll::Ready(());
+        }
+        queued = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
 impl Connection {
     pub fn new(shared: Arc<Shared>, stream: Stream, info: Arc<ClientInfo>) -> Self {
         let user = shared.acl.autologin();
@@ -102,6 +122,9 @@ impl Connection {
                 return Ok(());
             }
             self.drain_outbox();
+            if !self.outbuf.is_empty() {
+                behind_ready_connections().await;
+            }
             self.flush().await?;
             if info.is_killed() {
                 return Ok(());
@@ -208,6 +231,8 @@ impl Connection {
         while !batch.is_empty() {
             let (step, block) = self.run_some(&mut batch);
             if let Some(block) = block {
+                // Taken before the wait: an EXEC that went to the script thread leaves a stand-in state meanwhile.
+                let counted = self.state.count_when_unblocked.take();
                 self.flush().await?;
                 let reply = self.wait_for(block).await;
                 // An EXEC that ran scripts took the connection's state to its thread: take it back before anything
@@ -217,6 +242,9 @@ impl Connection {
                     Some(reply) => reply,
                     None => return Ok(Step::Close),
                 };
+                if let Some(count) = counted {
+                    count(reply.is_error());
+                }
                 // A grant that waited is as durable as any other write on a durable connection.
                 let args = self.blocked_args.take().unwrap_or_default();
                 if let (Some((db, key)), Value::Integer(token)) = (self.state.lock_wait.take(), &reply) {

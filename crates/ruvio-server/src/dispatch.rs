@@ -86,6 +86,11 @@ fn timed<'g>(
     let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
     let took = started.elapsed();
     match stage {
+        Stage::Ran if block.is_some() => {
+            let shared = shared.clone();
+            client.count_when_unblocked =
+                Some(Box::new(move |failed| shared.metrics.record(spec, took, Outcome::Ran { failed })));
+        }
         Stage::Ran => shared.metrics.record(spec, took, Outcome::Ran { failed: reply.is_error() }),
         Stage::Refused => shared.metrics.record(spec, took, Outcome::Rejected),
         // Counted when EXEC runs it.

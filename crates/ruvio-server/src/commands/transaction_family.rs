@@ -60,7 +60,9 @@ fn discard(ctx: &mut Ctx) -> Value {
 
 fn exec(ctx: &mut Ctx) -> Value {
     let Some(queue) = ctx.client.multi.as_ref() else { return Value::error(ERR_EXEC_WITHOUT_MULTI) };
-    let runs_script = queue.iter().any(|args| super::resolve(args).is_ok_and(|r| r.spec.has(RUNS_SCRIPT)));
+    // Each queued command resolved once for the checks below and the run (a name lookup each time otherwise).
+    let resolved: Vec<Result<super::Resolved, Value>> = queue.iter().map(|args| super::resolve(args)).collect();
+    let runs_script = resolved.iter().any(|r| r.as_ref().is_ok_and(|r| r.spec.has(RUNS_SCRIPT)));
     if runs_script && !ctx.client.on_script_thread && ctx.caller == Caller::Client && tokio::runtime::Handle::try_current().is_ok() {
         return exec_on_script_thread(ctx);
     }
@@ -76,7 +78,7 @@ fn exec(ctx: &mut Ctx) -> Value {
     // acknowledgements of what EXEC logged, and undoes its grants if they do not come (connection.rs).
     let n = ctx.client.durability_replicas;
     if n > 0
-        && queue.iter().any(|args| super::resolve(args).is_ok_and(|r| r.spec.has(WRITE)))
+        && resolved.iter().any(|r| r.as_ref().is_ok_and(|r| r.spec.has(WRITE)))
         && ctx.shared.replication.online_durable_replicas() < n
     {
         unwatch_ctx(ctx);
@@ -99,9 +101,9 @@ fn exec(ctx: &mut Ctx) -> Value {
     // The user's ACL rules may have changed since the commands were queued: each is checked again as it runs
     // (Redis 7.0), and refused with its own error in the reply array while the others run.
     let user = if ctx.caller == Caller::Client { ctx.client.user.clone() } else { None };
-    for args in &queue {
-        let reply = match super::resolve(args) {
-            Ok(resolved) => match user.as_ref().and_then(|u| u.perms().check(&resolved, args).err().map(|d| (u, d))) {
+    for (args, resolved) in queue.iter().zip(resolved) {
+        let reply = match resolved {
+            Ok(resolved) => match user.as_ref().and_then(|u| ctx.client.perms_cache.get(u).check(&resolved, args).err().map(|d| (u, d))) {
                 Some((u, denial)) => {
                     ctx.shared.acl.deny(&denial, "multi", &u.name, ctx.client.info.describe());
                     ctx.shared.metrics.record(resolved.spec, std::time::Duration::ZERO, Outcome::Rejected);

@@ -342,17 +342,28 @@ impl Db {
     pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
         const MAX: usize = 128;
         let mut slots: [Option<&(CompactBytes, Entry)>; MAX] = [None; MAX];
+        let mut filled = 0;
+        let mut previous: Option<&[u8]> = None;
         // Stage 1: each probe reads only its control bytes (the tag match is accepted without looking at the
-        // slot), so nothing depends on an earlier miss; the slot itself is prefetched.
-        for (key, found) in keys.zip(slots.iter_mut()) {
+        // slot), so nothing depends on an earlier miss; the slot itself is prefetched. A key repeated from the
+        // command before (a transaction's commands on one key) is not hashed again.
+        for key in keys {
+            if filled == MAX {
+                break;
+            }
+            if previous == Some(key) {
+                continue;
+            }
+            previous = Some(key);
             let (h, s) = self.find_index(key);
-            *found = self.segments[s].table.find(h, |_| true);
-            if let Some(slot) = *found {
+            if let Some(slot) = self.segments[s].table.find(h, |_| true) {
                 prefetch(slot as *const (CompactBytes, Entry) as *const u8);
+                slots[filled] = Some(slot);
+                filled += 1;
             }
         }
         // Stage 2: the slots have arrived (or are on their way); prefetch what they point to.
-        for &(k, e) in slots.iter().flatten() {
+        for &(k, e) in slots[..filled].iter().flatten() {
             if let Some(p) = k.heap_ptr() {
                 prefetch(p);
             }
