@@ -218,6 +218,10 @@ impl Connection {
                 return Ok(Step::Close);
             }
             if !got_any {
+                if self.inbuf.is_empty() && !self.parser.in_request() {
+                    // Between requests with nothing buffered: an idle connection keeps no argument vector.
+                    self.parser.release_spare();
+                }
                 return Ok(Step::Continue);
             }
         }
@@ -346,6 +350,8 @@ impl Connection {
             if self.state.close_after_reply {
                 return (Step::Close, None);
             }
+            // The next large request reuses this argument vector (RequestParser::recycle says why).
+            self.parser.recycle(args);
             if ran >= BATCH_UNDER_LOCK || self.outbuf.len() >= FLUSH_AT {
                 break;
             }

@@ -23,8 +23,11 @@
 
 use std::collections::VecDeque;
 
-/// Most bytes one packed chunk holds, boundaries included.
-pub const CHUNK_BYTES: usize = 8192;
+/// Most bytes one packed chunk holds, boundaries included: 8 KB less the allocator's 8-byte header, so that a
+/// full chunk takes exactly two pages of heap (an 8192-byte buffer took 8208 bytes, and a freed 16 KB read buffer
+/// then held one chunk and an 8192-byte hole where two now fit: docs/benchmarks.md, "The 1M list's RSS"). Redis's
+/// 8 KB listpack likewise counts its own 7-byte header and terminator.
+pub const CHUNK_BYTES: usize = 8192 - 8;
 /// Longer elements get a chunk of their own.
 pub const PACKED_ELEMENT_MAX: usize = 4096;
 /// Up to this many bytes a chunk's buffer grows to exactly what it holds (small lists are many); beyond, by doubling.
