@@ -133,13 +133,27 @@ impl RequestParser {
     /// Takes one complete request off the front of `buf`, or `Ok(None)` when more bytes are needed.
     /// Empty requests (`*0`, blank inline lines) are skipped.
     pub fn parse(&mut self, buf: &mut BytesMut, limits: &RequestLimits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let mut args = Vec::new();
+        Ok(self.parse_into(buf, limits, &mut args)?.map(|_| args))
+    }
+
+    /// [`RequestParser::parse`] appending the request's arguments to `out` (which may hold earlier requests):
+    /// `Ok(Some(n))` when one complete request of `n` arguments was appended. The server parses a whole read's
+    /// pipeline into one vector this way, without a vector per command. While a request is incomplete its
+    /// arguments so far are kept here, not in `out`; on an error `out` is left as it was.
+    pub fn parse_into(&mut self, buf: &mut BytesMut, limits: &RequestLimits, out: &mut Vec<Bytes>) -> Result<Option<usize>, ProtocolError> {
         loop {
             if let State::Idle = self.state {
                 let Some(&first) = buf.first() else { return Ok(None) };
                 if first != b'*' {
                     match self.parse_inline(buf)? {
                         Some(args) if args.is_empty() => continue,
-                        other => return Ok(other),
+                        Some(args) => {
+                            let n = args.len();
+                            out.extend(args);
+                            return Ok(Some(n));
+                        }
+                        None => return Ok(None),
                     }
                 }
                 let Some(end) = find_crlf(buf) else {
@@ -159,39 +173,61 @@ impl RequestParser {
                 if count <= 0 {
                     continue;
                 }
-                let count = count as usize;
-                self.state = State::Multibulk {
-                    remaining: count,
-                    args: Vec::with_capacity(count.min(PREALLOC_ARGS)),
-                    bulk_len: None,
-                };
+                // (An empty vector allocates nothing: it is only filled when the request arrives in pieces.)
+                self.state = State::Multibulk { remaining: count as usize, args: Vec::new(), bulk_len: None };
                 self.partial_bytes = 0;
             }
             let State::Multibulk { remaining, args, bulk_len } = &mut self.state else { unreachable!() };
+            // Arguments of this request read earlier go first (moved back here when it is complete).
+            let start = out.len();
+            out.reserve((*remaining).min(PREALLOC_ARGS));
+            out.append(args);
+            // Incomplete: what was read of this request stays with the parser.
+            let keep = |out: &mut Vec<Bytes>, args: &mut Vec<Bytes>| {
+                if args.capacity() == 0 {
+                    args.reserve((out.len() - start + 1).min(PREALLOC_ARGS));
+                }
+                args.extend(out.drain(start..));
+            };
             while *remaining > 0 {
                 let len = match *bulk_len {
                     Some(len) => len,
                     None => {
-                        let Some(&first) = buf.first() else { return Ok(None) };
-                        let Some(end) = find_crlf(buf) else {
-                            if buf.len() > MAX_INLINE {
-                                return Err(ProtocolError::TooBigBulkCount);
-                            }
+                        let Some(&first) = buf.first() else {
+                            keep(out, args);
                             return Ok(None);
                         };
-                        if first != b'$' {
-                            return Err(ProtocolError::ExpectedDollar(first));
-                        }
-                        let len = parse_int(&buf[1..end]).ok_or(ProtocolError::InvalidBulkLength)?;
-                        if len < 0 || len as u64 > limits.max_bulk_len as u64 {
-                            return Err(ProtocolError::InvalidBulkLength);
-                        }
-                        if limits.unauthenticated && len as usize > UNAUTHENTICATED_MAX_BULK {
-                            return Err(ProtocolError::UnauthenticatedBulkLength);
-                        }
+                        let Some(end) = find_crlf(buf) else {
+                            if buf.len() > MAX_INLINE {
+                                out.truncate(start);
+                                return Err(ProtocolError::TooBigBulkCount);
+                            }
+                            keep(out, args);
+                            return Ok(None);
+                        };
+                        let header = (|| {
+                            if first != b'$' {
+                                return Err(ProtocolError::ExpectedDollar(first));
+                            }
+                            let len = parse_int(&buf[1..end]).ok_or(ProtocolError::InvalidBulkLength)?;
+                            if len < 0 || len as u64 > limits.max_bulk_len as u64 {
+                                return Err(ProtocolError::InvalidBulkLength);
+                            }
+                            if limits.unauthenticated && len as usize > UNAUTHENTICATED_MAX_BULK {
+                                return Err(ProtocolError::UnauthenticatedBulkLength);
+                            }
+                            Ok(len as usize)
+                        })();
+                        let len = match header {
+                            Ok(len) => len,
+                            Err(e) => {
+                                out.truncate(start);
+                                return Err(e);
+                            }
+                        };
                         buf.advance(end + 2);
-                        *bulk_len = Some(len as usize);
-                        len as usize
+                        *bulk_len = Some(len);
+                        len
                     }
                 };
                 // `len` was bounded by max_bulk_len above, so `len + 2` cannot overflow.
@@ -199,19 +235,20 @@ impl RequestParser {
                     // Make room for what is missing, at most 1 MiB at a time: a client that announces a large bulk
                     // and sends nothing holds no more memory than the bytes it actually sent.
                     buf.reserve((len + 2 - buf.len()).min(1 << 20));
+                    keep(out, args);
                     return Ok(None);
                 }
                 let arg = buf.split_to(len).freeze();
                 buf.advance(2);
                 // Each argument also costs its handle, so a flood of empty arguments counts against the limit too.
                 self.partial_bytes += len + std::mem::size_of::<Bytes>();
-                args.push(arg);
+                out.push(arg);
                 *bulk_len = None;
                 *remaining -= 1;
             }
-            let State::Multibulk { args, .. } = std::mem::take(&mut self.state) else { unreachable!() };
+            self.state = State::Idle;
             self.partial_bytes = 0;
-            return Ok(Some(args));
+            return Ok(Some(out.len() - start));
         }
     }
 
@@ -357,6 +394,32 @@ mod tests {
             }
         }
         assert_eq!(got.unwrap()[1], Bytes::from_static(b"k\r\n\0x"));
+    }
+
+    #[test]
+    fn parse_into_appends_requests_and_keeps_a_partial_one_apart() {
+        let l = RequestLimits::default();
+        let mut p = RequestParser::new();
+        let mut out = vec![Bytes::from("earlier")];
+        let mut buf = BytesMut::from(&b"*2\r\n$4\r\nLPOP\r\n$1\r\nk\r\nPING\r\n*3\r\n$4\r\nSADD\r\n$1\r\ns\r\n$2\r\nm"[..]);
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(2));
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(1));
+        // The third request is incomplete: nothing of it in `out` yet.
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), None);
+        assert_eq!(out, vec![Bytes::from("earlier"), Bytes::from("LPOP"), Bytes::from("k"), Bytes::from("PING")]);
+        buf.extend_from_slice(b"1\r\n*1\r\n$3\r\nGET");
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(3));
+        assert_eq!(out[4..], [Bytes::from("SADD"), Bytes::from("s"), Bytes::from("m1")]);
+        // A malformed request after a partial one leaves `out` as it was.
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), None);
+        buf.extend_from_slice(b"\r\n*1\r\n$3\r\nGET\r\n*2\r\n$3\r\nGET\r\nx");
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(1));
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(1));
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), None);
+        buf.extend_from_slice(b"\r\n");
+        let before = out.clone();
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap_err(), ProtocolError::ExpectedDollar(b'x'));
+        assert_eq!(out, before);
     }
 
     #[test]

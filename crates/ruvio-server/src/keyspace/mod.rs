@@ -311,6 +311,15 @@ impl Db {
             return false;
         }
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now)
+    }
+
+    /// [`Db::expire_if_due`] for a key already hashed (`find_index`): the callers that go on to look the key up
+    /// hash it once.
+    fn expire_if_due_at(&mut self, h: u64, s: usize, key: &[u8], now: u64) -> bool {
+        if self.expiry != Expiry::Active {
+            return false;
+        }
         if self.segments[s].volatile == 0 {
             return false; // nothing in this segment has a deadline: no need to look the key up
         }
@@ -400,9 +409,10 @@ impl Db {
 
     /// The live entry at `key`.
     pub fn get(&mut self, key: &[u8], now: u64) -> Option<&Entry> {
-        self.expire_if_due(key, now);
+        let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
         let hidden = self.expiry == Expiry::Hidden;
-        self.peek(key).filter(|e| !(hidden && e.is_expired(now)))
+        self.segments[s].table.find(h, |e| &*e.0 == key).map(|e| &e.1).filter(|e| !(hidden && e.is_expired(now)))
     }
 
     /// The entry at `key` without expiring it (it may be past its deadline); for inspection only.
@@ -414,14 +424,31 @@ impl Db {
     /// The live value at `key`, to change in place. Marks the key modified for WATCH; deadlines change only
     /// through [`Db::set_expire`].
     pub fn get_mut(&mut self, key: &[u8], now: u64) -> Option<&mut Data> {
-        self.expire_if_due(key, now);
-        self.touch(key);
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
+        self.touch(key);
         self.before_change(h, s, key);
         let found = self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data);
         // Handed out to be changed: counted as a change.
         self.changes += found.is_some() as u64;
         found
+    }
+
+    /// Reads or changes the live value at `key` in place with one hash of the key (a collection write: the type
+    /// check and the change in one lookup). `f` gets the value (`None` when missing) and says whether it changed
+    /// it; only then is the key marked as [`Db::get_mut`] marks it (WATCH, the change count), so a write that
+    /// changed nothing (SADD of members already there) is neither logged nor seen by WATCH. A snapshot in
+    /// progress keeps the entry first either way (keeping an unchanged entry is harmless).
+    pub fn modify<R>(&mut self, key: &[u8], now: u64, f: impl FnOnce(Option<&mut Data>) -> (R, bool)) -> R {
+        let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
+        self.before_change(h, s, key);
+        let (out, changed) = f(self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data));
+        if changed {
+            self.touch(key);
+            self.changes += 1;
+        }
+        out
     }
 
     /// Changes the semaphore at `key` in place (its holders), keeping the holder count right; None when `key` holds
@@ -490,8 +517,8 @@ impl Db {
 
     /// Removes `key`; returns the live entry that was there.
     pub fn remove(&mut self, key: &[u8], now: u64) -> Option<Entry> {
-        self.expire_if_due(key, now);
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
         self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return None };
@@ -509,9 +536,9 @@ impl Db {
 
     /// Sets (or with 0 clears) the deadline of a live key; false if there is no such key.
     pub fn set_expire(&mut self, key: &[u8], expire_at: u64, now: u64) -> bool {
-        self.expire_if_due(key, now);
-        self.touch(key);
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
+        self.touch(key);
         self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let Some(slot) = seg.table.find_mut(h, |e| &*e.0 == key) else { return false };
