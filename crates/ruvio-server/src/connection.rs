@@ -28,6 +28,8 @@ const READ_CHUNK: usize = 16 * 1024;
 const UNAUTH_QUERY_BUFFER: usize = 1024 * 1024;
 /// Commands run under one store-lock acquisition before the lock is released for others.
 const BATCH_UNDER_LOCK: usize = 128;
+/// Argument slots a connection keeps between reads (32 KB of handles); larger vectors are given back.
+const BATCH_KEEP_ARGS: usize = 1024;
 /// Replies buffered before they are written out even though more commands are waiting.
 const FLUSH_AT: usize = 64 * 1024;
 
@@ -78,11 +80,18 @@ impl Batch {
         (self.next..self.ends.len()).map(|i| self.command(i))
     }
 
-    /// Drops every command (their arguments release the input buffer's memory), keeping the vectors.
+    /// Drops every command (their arguments release the input buffer's memory), keeping the vectors unless a
+    /// burst of long commands grew them: an idle connection must not hold a million-argument RPUSH's vector.
     fn clear(&mut self) {
         self.args.clear();
         self.ends.clear();
         self.next = 0;
+        if self.args.capacity() > BATCH_KEEP_ARGS {
+            self.args = Vec::new();
+        }
+        if self.ends.capacity() > BATCH_KEEP_ARGS {
+            self.ends = Vec::new();
+        }
     }
 }
 
