@@ -28,8 +28,11 @@ const READ_CHUNK: usize = 16 * 1024;
 const UNAUTH_QUERY_BUFFER: usize = 1024 * 1024;
 /// Commands run under one store-lock acquisition before the lock is released for others.
 const BATCH_UNDER_LOCK: usize = 128;
-/// Argument slots a connection keeps between reads (32 KB of handles); larger vectors are given back.
-const BATCH_KEEP_ARGS: usize = 1024;
+/// Argument slots a connection keeps between reads while busy (128 KB of handles: a load of 1000-element RPUSHes
+/// reuses one vector instead of freeing one per read); larger vectors are given back at once.
+const BATCH_KEEP_ARGS: usize = 4096;
+/// Argument slots a connection keeps once idle (nothing buffered, no request in progress): 2 KB of handles.
+const BATCH_IDLE_ARGS: usize = 64;
 /// Replies buffered before they are written out even though more commands are waiting.
 const FLUSH_AT: usize = 64 * 1024;
 
@@ -81,7 +84,7 @@ impl Batch {
     }
 
     /// Drops every command (their arguments release the input buffer's memory), keeping the vectors unless a
-    /// burst of long commands grew them: an idle connection must not hold a million-argument RPUSH's vector.
+    /// burst of long commands grew them past [`BATCH_KEEP_ARGS`] (a million-argument RPUSH's vector).
     fn clear(&mut self) {
         self.args.clear();
         self.ends.clear();
@@ -247,6 +250,10 @@ impl Connection {
                 return Ok(Step::Close);
             }
             if !got_any {
+                if self.inbuf.is_empty() && !self.parser.in_request() && self.batch.args.capacity() > BATCH_IDLE_ARGS {
+                    // Between requests with nothing buffered: an idle connection keeps no large argument vector.
+                    self.batch = Batch::default();
+                }
                 return Ok(Step::Continue);
             }
         }
