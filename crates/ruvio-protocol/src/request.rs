@@ -73,8 +73,12 @@ pub struct RequestParser {
     state: State,
     /// Bytes of arguments already taken out of the buffer for the request in progress.
     partial_bytes: usize,
-    /// An argument vector given back by the caller once its command ran ([`RequestParser::recycle`]), reused by the
-    /// next request that fits in it.
+    /// The vector that held the arguments of the last large request that arrived in pieces, kept for the next one.
+    /// Without it, a load of large commands split across reads (RPUSH of 1000 elements: a 32 KB vector each) frees
+    /// one mid-sized block per command while the values it carries are being stored: glibc then carves the freed
+    /// block into the values' allocations (a list's 8 KB chunks) and puts the next vector above them, leaving a
+    /// remainder too small for anything but more vectors, so the heap grows by holes (docs/benchmarks.md, "The 1M
+    /// list's RSS"). Only vectors of [`RECYCLE_MIN_ARGS`] to [`PREALLOC_ARGS`] slots are kept (at most 32 KB).
     spare: Vec<Bytes>,
 }
 
@@ -132,28 +136,6 @@ impl RequestParser {
         self.partial_bytes + buf.len()
     }
 
-    /// Gives back the argument vector of a request that has run, so that the next large request reuses it instead of
-    /// allocating its own. Without this, a load of large commands (RPUSH of 1000 elements: a 32 KB vector each)
-    /// frees one mid-sized block per command while the values it carries are being stored: glibc then carves the
-    /// freed block into the values' allocations (a list's 8 KB chunks) and puts the next vector above them, leaving a
-    /// remainder too small for anything but more vectors, so the heap grows by holes (docs/benchmarks.md, "The 1M list's
-    /// RSS"). Only vectors of [`RECYCLE_MIN_ARGS`] to [`PREALLOC_ARGS`] slots are kept, one at a time (at most 32 KB).
-    #[inline]
-    pub fn recycle(&mut self, args: Vec<Bytes>) {
-        // Inline, so that the common small request is dropped where it was before (one call per command otherwise).
-        if args.capacity() >= RECYCLE_MIN_ARGS {
-            self.keep_spare(args);
-        }
-    }
-
-    fn keep_spare(&mut self, mut args: Vec<Bytes>) {
-        let cap = args.capacity();
-        if cap <= PREALLOC_ARGS && cap > self.spare.capacity() {
-            args.clear();
-            self.spare = args;
-        }
-    }
-
     /// Drops the kept argument vector (a connection going idle holds no more than its buffers).
     #[inline]
     pub fn release_spare(&mut self) {
@@ -170,13 +152,27 @@ impl RequestParser {
     /// Takes one complete request off the front of `buf`, or `Ok(None)` when more bytes are needed.
     /// Empty requests (`*0`, blank inline lines) are skipped.
     pub fn parse(&mut self, buf: &mut BytesMut, limits: &RequestLimits) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let mut args = Vec::new();
+        Ok(self.parse_into(buf, limits, &mut args)?.map(|_| args))
+    }
+
+    /// [`RequestParser::parse`] appending the request's arguments to `out` (which may hold earlier requests):
+    /// `Ok(Some(n))` when one complete request of `n` arguments was appended. The server parses a whole read's
+    /// pipeline into one vector this way, without a vector per command. While a request is incomplete its
+    /// arguments so far are kept here, not in `out`; on an error `out` is left as it was.
+    pub fn parse_into(&mut self, buf: &mut BytesMut, limits: &RequestLimits, out: &mut Vec<Bytes>) -> Result<Option<usize>, ProtocolError> {
         loop {
             if let State::Idle = self.state {
                 let Some(&first) = buf.first() else { return Ok(None) };
                 if first != b'*' {
                     match self.parse_inline(buf)? {
                         Some(args) if args.is_empty() => continue,
-                        other => return Ok(other),
+                        Some(args) => {
+                            let n = args.len();
+                            out.extend(args);
+                            return Ok(Some(n));
+                        }
+                        None => return Ok(None),
                     }
                 }
                 let Some(end) = find_crlf(buf) else {
@@ -196,41 +192,68 @@ impl RequestParser {
                 if count <= 0 {
                     continue;
                 }
-                let count = count as usize;
-                let want = count.min(PREALLOC_ARGS);
-                let args = if want >= RECYCLE_MIN_ARGS && self.spare.capacity() >= want {
-                    std::mem::take(&mut self.spare)
-                } else {
-                    Vec::with_capacity(want)
-                };
-                self.state = State::Multibulk { remaining: count, args, bulk_len: None };
+                // (An empty vector allocates nothing: it is only filled when the request arrives in pieces.)
+                self.state = State::Multibulk { remaining: count as usize, args: Vec::new(), bulk_len: None };
                 self.partial_bytes = 0;
             }
+            let spare = &mut self.spare;
             let State::Multibulk { remaining, args, bulk_len } = &mut self.state else { unreachable!() };
+            // Arguments of this request read earlier go first (moved back here when it is complete).
+            let start = out.len();
+            out.reserve((*remaining).min(PREALLOC_ARGS));
+            out.append(args);
+            // Incomplete: what was read of this request stays with the parser.
+            let total = out.len() - start + *remaining;
+            let keep = |out: &mut Vec<Bytes>, args: &mut Vec<Bytes>, spare: &mut Vec<Bytes>| {
+                if args.capacity() == 0 {
+                    let want = total.min(PREALLOC_ARGS);
+                    if want >= RECYCLE_MIN_ARGS && spare.capacity() >= want {
+                        *args = std::mem::take(spare);
+                    } else {
+                        args.reserve(want);
+                    }
+                }
+                args.extend(out.drain(start..));
+            };
             while *remaining > 0 {
                 let len = match *bulk_len {
                     Some(len) => len,
                     None => {
-                        let Some(&first) = buf.first() else { return Ok(None) };
-                        let Some(end) = find_crlf(buf) else {
-                            if buf.len() > MAX_INLINE {
-                                return Err(ProtocolError::TooBigBulkCount);
-                            }
+                        let Some(&first) = buf.first() else {
+                            keep(out, args, spare);
                             return Ok(None);
                         };
-                        if first != b'$' {
-                            return Err(ProtocolError::ExpectedDollar(first));
-                        }
-                        let len = parse_int(&buf[1..end]).ok_or(ProtocolError::InvalidBulkLength)?;
-                        if len < 0 || len as u64 > limits.max_bulk_len as u64 {
-                            return Err(ProtocolError::InvalidBulkLength);
-                        }
-                        if limits.unauthenticated && len as usize > UNAUTHENTICATED_MAX_BULK {
-                            return Err(ProtocolError::UnauthenticatedBulkLength);
-                        }
+                        let Some(end) = find_crlf(buf) else {
+                            if buf.len() > MAX_INLINE {
+                                out.truncate(start);
+                                return Err(ProtocolError::TooBigBulkCount);
+                            }
+                            keep(out, args, spare);
+                            return Ok(None);
+                        };
+                        let header = (|| {
+                            if first != b'$' {
+                                return Err(ProtocolError::ExpectedDollar(first));
+                            }
+                            let len = parse_int(&buf[1..end]).ok_or(ProtocolError::InvalidBulkLength)?;
+                            if len < 0 || len as u64 > limits.max_bulk_len as u64 {
+                                return Err(ProtocolError::InvalidBulkLength);
+                            }
+                            if limits.unauthenticated && len as usize > UNAUTHENTICATED_MAX_BULK {
+                                return Err(ProtocolError::UnauthenticatedBulkLength);
+                            }
+                            Ok(len as usize)
+                        })();
+                        let len = match header {
+                            Ok(len) => len,
+                            Err(e) => {
+                                out.truncate(start);
+                                return Err(e);
+                            }
+                        };
                         buf.advance(end + 2);
-                        *bulk_len = Some(len as usize);
-                        len as usize
+                        *bulk_len = Some(len);
+                        len
                     }
                 };
                 // `len` was bounded by max_bulk_len above, so `len + 2` cannot overflow.
@@ -238,19 +261,26 @@ impl RequestParser {
                     // Make room for what is missing, at most 1 MiB at a time: a client that announces a large bulk
                     // and sends nothing holds no more memory than the bytes it actually sent.
                     buf.reserve((len + 2 - buf.len()).min(1 << 20));
+                    keep(out, args, spare);
                     return Ok(None);
                 }
                 let arg = buf.split_to(len).freeze();
                 buf.advance(2);
                 // Each argument also costs its handle, so a flood of empty arguments counts against the limit too.
                 self.partial_bytes += len + std::mem::size_of::<Bytes>();
-                args.push(arg);
+                out.push(arg);
                 *bulk_len = None;
                 *remaining -= 1;
             }
-            let State::Multibulk { args, .. } = std::mem::take(&mut self.state) else { unreachable!() };
+            if let State::Multibulk { args, .. } = std::mem::replace(&mut self.state, State::Idle) {
+                // Emptied into `out` above; its slots carry the next large request that arrives in pieces.
+                let cap = args.capacity();
+                if (RECYCLE_MIN_ARGS..=PREALLOC_ARGS).contains(&cap) && cap > self.spare.capacity() {
+                    self.spare = args;
+                }
+            }
             self.partial_bytes = 0;
-            return Ok(Some(args));
+            return Ok(Some(out.len() - start));
         }
     }
 
@@ -364,6 +394,54 @@ fn split_inline_args(line: &[u8]) -> Result<Vec<Bytes>, ProtocolError> {
 mod tests {
     use super::*;
 
+    /// `*n` then `n` bulk strings `<prefix><i>`.
+    fn request(n: usize, prefix: &str) -> Vec<u8> {
+        let mut r = format!("*{n}\r\n").into_bytes();
+        for i in 0..n {
+            let a = format!("{prefix}{i}");
+            r.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
+        }
+        r
+    }
+
+    /// Feeds `whole` in two halves; the request's argument count once complete.
+    fn parse_in_two(p: &mut RequestParser, whole: &[u8], out: &mut Vec<Bytes>) -> usize {
+        let l = RequestLimits::default();
+        let mut buf = BytesMut::from(&whole[..whole.len() / 2]);
+        assert_eq!(p.parse_into(&mut buf, &l, out).unwrap(), None);
+        buf.extend_from_slice(&whole[whole.len() / 2..]);
+        p.parse_into(&mut buf, &l, out).unwrap().expect("complete")
+    }
+
+    #[test]
+    fn a_large_request_in_pieces_reuses_the_argument_vector_of_the_last_one() {
+        let mut p = RequestParser::new();
+        let mut out = Vec::new();
+        assert_eq!(parse_in_two(&mut p, &request(100, "a"), &mut out), 100);
+        let kept = p.spare.capacity();
+        assert!(kept >= 100, "the finished request's vector is kept");
+        // The next large request in pieces holds it while in progress, and gives it back when complete.
+        out.clear();
+        let second = request(80, "b");
+        let mut buf = BytesMut::from(&second[..second.len() / 2]);
+        assert_eq!(p.parse_into(&mut buf, &RequestLimits::default(), &mut out).unwrap(), None);
+        assert_eq!(p.spare.capacity(), 0, "taken by the request in progress");
+        buf.extend_from_slice(&second[second.len() / 2..]);
+        assert_eq!(p.parse_into(&mut buf, &RequestLimits::default(), &mut out).unwrap(), Some(80));
+        assert_eq!((&out[0][..], &out[79][..]), (&b"b0"[..], &b"b79"[..]));
+        assert_eq!(p.spare.capacity(), kept, "given back");
+        // A small request in pieces neither takes it nor replaces it.
+        out.clear();
+        assert_eq!(parse_in_two(&mut p, &request(3, "c"), &mut out), 3);
+        assert_eq!(p.spare.capacity(), kept);
+        // An idle connection drops it.
+        p.release_spare();
+        assert_eq!(p.spare.capacity(), 0);
+        out.clear();
+        assert_eq!(parse_in_two(&mut p, &request(100, "e"), &mut out), 100);
+        assert_eq!(out[99], Bytes::from("e99"));
+    }
+
     fn parse_all(input: &[u8], limits: RequestLimits) -> Result<Vec<Vec<Bytes>>, ProtocolError> {
         let mut p = RequestParser::new();
         let mut buf = BytesMut::from(input);
@@ -383,49 +461,6 @@ mod tests {
         assert_eq!(got[2], vec![Bytes::from("SET"), Bytes::from("k"), Bytes::from("v 1")]);
     }
 
-    fn request(n: usize, tag: &str) -> Vec<u8> {
-        let mut out = format!("*{n}\r\n").into_bytes();
-        for i in 0..n {
-            let a = format!("{tag}{i}");
-            out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-        }
-        out
-    }
-
-    #[test]
-    fn a_recycled_argument_vector_carries_the_next_large_request() {
-        let l = RequestLimits::default();
-        let mut p = RequestParser::new();
-        let mut buf = BytesMut::from(&request(100, "a")[..]);
-        let first = p.parse(&mut buf, &l).unwrap().unwrap();
-        let slots = first.as_ptr();
-        p.recycle(first);
-        buf.extend_from_slice(&request(80, "b"));
-        let second = p.parse(&mut buf, &l).unwrap().unwrap();
-        assert_eq!(second.as_ptr(), slots, "the recycled vector is reused");
-        assert_eq!(second.len(), 80);
-        assert_eq!((&second[0][..], &second[79][..]), (&b"b0"[..], &b"b79"[..]));
-        // Small requests neither take the spare nor give theirs back; a request larger than the spare gets its own.
-        p.recycle(second);
-        buf.extend_from_slice(&request(3, "c"));
-        let small = p.parse(&mut buf, &l).unwrap().unwrap();
-        assert_ne!(small.as_ptr(), slots);
-        p.recycle(small);
-        buf.extend_from_slice(&request(200, "d"));
-        let larger = p.parse(&mut buf, &l).unwrap().unwrap();
-        assert_ne!(larger.as_ptr(), slots);
-        assert_eq!(larger.len(), 200);
-        // Released (an idle connection), the spare is gone: the next large request allocates.
-        p.recycle(larger);
-        p.release_spare();
-        buf.extend_from_slice(&request(100, "e"));
-        assert_eq!(p.parse(&mut buf, &l).unwrap().unwrap()[99], Bytes::from("e99"));
-        assert_eq!(p.spare.capacity(), 0);
-        // Vectors past PREALLOC_ARGS slots (grown for a huge request) are not kept.
-        p.recycle(Vec::with_capacity(PREALLOC_ARGS * 2));
-        assert_eq!(p.spare.capacity(), 0);
-    }
-
     #[test]
     fn byte_by_byte_equals_whole() {
         let input = b"*3\r\n$3\r\nSET\r\n$5\r\nk\r\n\0x\r\n$0\r\n\r\n";
@@ -439,6 +474,32 @@ mod tests {
             }
         }
         assert_eq!(got.unwrap()[1], Bytes::from_static(b"k\r\n\0x"));
+    }
+
+    #[test]
+    fn parse_into_appends_requests_and_keeps_a_partial_one_apart() {
+        let l = RequestLimits::default();
+        let mut p = RequestParser::new();
+        let mut out = vec![Bytes::from("earlier")];
+        let mut buf = BytesMut::from(&b"*2\r\n$4\r\nLPOP\r\n$1\r\nk\r\nPING\r\n*3\r\n$4\r\nSADD\r\n$1\r\ns\r\n$2\r\nm"[..]);
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(2));
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(1));
+        // The third request is incomplete: nothing of it in `out` yet.
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), None);
+        assert_eq!(out, vec![Bytes::from("earlier"), Bytes::from("LPOP"), Bytes::from("k"), Bytes::from("PING")]);
+        buf.extend_from_slice(b"1\r\n*1\r\n$3\r\nGET");
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(3));
+        assert_eq!(out[4..], [Bytes::from("SADD"), Bytes::from("s"), Bytes::from("m1")]);
+        // A malformed request after a partial one leaves `out` as it was.
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), None);
+        buf.extend_from_slice(b"\r\n*1\r\n$3\r\nGET\r\n*2\r\n$3\r\nGET\r\nx");
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(1));
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), Some(1));
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap(), None);
+        buf.extend_from_slice(b"\r\n");
+        let before = out.clone();
+        assert_eq!(p.parse_into(&mut buf, &l, &mut out).unwrap_err(), ProtocolError::ExpectedDollar(b'x'));
+        assert_eq!(out, before);
     }
 
     #[test]

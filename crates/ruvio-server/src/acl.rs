@@ -91,7 +91,7 @@ pub fn category_bits(spec: &CommandSpec, parent: Option<&CommandSpec>) -> u64 {
 /// Every command and subcommand clients may name, numbered: a user's permissions are a bit per number.
 struct Table {
     entries: Vec<(&'static CommandSpec, Option<&'static CommandSpec>, u64)>,
-    by_ptr: HashMap<usize, usize, ahash::RandomState>,
+    by_ptr: commands::SpecAddrMap<usize>,
 }
 
 fn table() -> &'static Table {

@@ -2,7 +2,7 @@
 //! ([`ClientInfo`]: CLIENT LIST/KILL, pub/sub delivery).
 
 use std::collections::{HashSet, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use ruvio_protocol::Protocol;
 use tokio::sync::Notify;
 
+use crate::commands::CommandSpec;
 use crate::config::OutputLimit;
 use crate::keyspace::{CompactBytes, WatchFlag};
 
@@ -88,8 +89,9 @@ pub struct ClientInfo {
     pub db: AtomicUsize,
     /// Monotonic ms of the last command.
     pub last_active: AtomicU64,
-    /// The last command run, as (container, name): `(Some("client"), "list")`, `(None, "get")`.
-    pub last_cmd: Mutex<(Option<&'static str>, &'static str)>,
+    /// The last command run (its table entry, a subcommand's own; null before the first): one relaxed store per
+    /// command, where a lock cost two atomic operations. CLIENT LIST finds a subcommand's container when it shows it.
+    pub last_cmd: AtomicPtr<CommandSpec>,
     pub resp: AtomicU8,
     pub subscriptions: AtomicUsize,
     pub psubscriptions: AtomicUsize,
@@ -128,7 +130,7 @@ impl ClientInfo {
             lib_ver: Mutex::new(String::new()),
             db: AtomicUsize::new(0),
             last_active: AtomicU64::new(crate::clock::mono_ms()),
-            last_cmd: Mutex::new((None, "NULL")),
+            last_cmd: AtomicPtr::new(std::ptr::null_mut()),
             resp: AtomicU8::new(2),
             subscriptions: AtomicUsize::new(0),
             psubscriptions: AtomicUsize::new(0),
@@ -164,6 +166,25 @@ impl ClientInfo {
     }
 
     /// One line of CLIENT LIST / CLIENT INFO, in Redis's field order.
+    /// Notes the command about to run (CLIENT LIST's `cmd`).
+    pub fn set_last_command(&self, spec: &'static CommandSpec) {
+        self.last_cmd.store(spec as *const CommandSpec as *mut CommandSpec, Ordering::Relaxed);
+    }
+
+    /// The last command's name as CLIENT LIST shows it: `get`, `client|list`, `NULL` before the first.
+    pub fn last_command_name(&self) -> String {
+        let ptr = self.last_cmd.load(Ordering::Relaxed) as *const CommandSpec;
+        if ptr.is_null() {
+            return "NULL".to_string();
+        }
+        // SAFETY: only addresses of the static command table are stored (`set_last_command`).
+        let spec: &'static CommandSpec = unsafe { &*ptr };
+        match crate::commands::all().find(|p| p.subcommands.iter().any(|s| std::ptr::eq(s, spec))) {
+            Some(parent) => format!("{}|{}", parent.name, spec.name),
+            None => spec.name.to_string(),
+        }
+    }
+
     pub fn describe(&self) -> String {
         let now = crate::clock::mono_ms();
         let idle = now.saturating_sub(self.last_active.load(Ordering::Relaxed)) / 1000;
@@ -197,10 +218,7 @@ impl ClientInfo {
             self.psubscriptions.load(Ordering::Relaxed),
             self.ssubscriptions.load(Ordering::Relaxed),
             self.outbox.pending_bytes(),
-            match *self.last_cmd.lock() {
-                (Some(parent), name) => format!("{parent}|{name}"),
-                (None, name) => name.to_string(),
-            },
+            self.last_command_name(),
             self.user.lock(),
             self.resp.load(Ordering::Relaxed),
             self.lib_name.lock(),

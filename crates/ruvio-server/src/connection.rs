@@ -4,7 +4,6 @@
 //! commands of a batch share one acquisition of the store lock. The read side stops while replies are being
 //! written, so a client that does not read its replies cannot make the server buffer without bound.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +28,11 @@ const READ_CHUNK: usize = 16 * 1024;
 const UNAUTH_QUERY_BUFFER: usize = 1024 * 1024;
 /// Commands run under one store-lock acquisition before the lock is released for others.
 const BATCH_UNDER_LOCK: usize = 128;
+/// Argument slots a connection keeps between reads while busy (128 KB of handles: a load of 1000-element RPUSHes
+/// reuses one vector instead of freeing one per read); larger vectors are given back at once.
+const BATCH_KEEP_ARGS: usize = 4096;
+/// Argument slots a connection keeps once idle (nothing buffered, no request in progress): 2 KB of handles.
+const BATCH_IDLE_ARGS: usize = 64;
 /// Replies buffered before they are written out even though more commands are waiting.
 const FLUSH_AT: usize = 64 * 1024;
 
@@ -45,6 +49,53 @@ pub struct Connection {
     durable_before_reply: Option<u64>,
     /// The command whose reply is being waited for (a blocked LEASE), so a durable connection can wait for its grant.
     blocked_args: Option<Vec<Bytes>>,
+    /// The parsed commands of the input being run; kept between reads so its vectors are allocated once.
+    batch: Batch,
+}
+
+/// Parsed commands waiting to run, in order: their arguments back to back in one vector (no vector per command),
+/// and where each command's arguments end.
+#[derive(Default)]
+struct Batch {
+    args: Vec<Bytes>,
+    ends: Vec<usize>,
+    /// The next command to run (an index into `ends`).
+    next: usize,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.ends.len() - self.next
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The arguments of command `i` (an index into `ends`).
+    fn command(&self, i: usize) -> &[Bytes] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.args[start..self.ends[i]]
+    }
+
+    /// The commands not run yet.
+    fn pending(&self) -> impl Iterator<Item = &[Bytes]> {
+        (self.next..self.ends.len()).map(|i| self.command(i))
+    }
+
+    /// Drops every command (their arguments release the input buffer's memory), keeping the vectors unless a
+    /// burst of long commands grew them past [`BATCH_KEEP_ARGS`] (a million-argument RPUSH's vector).
+    fn clear(&mut self) {
+        self.args.clear();
+        self.ends.clear();
+        self.next = 0;
+        if self.args.capacity() > BATCH_KEEP_ARGS {
+            self.args = Vec::new();
+        }
+        if self.ends.capacity() > BATCH_KEEP_ARGS {
+            self.ends = Vec::new();
+        }
+    }
 }
 
 enum Step {
@@ -90,6 +141,7 @@ impl Connection {
             state,
             durable_before_reply: None,
             blocked_args: None,
+            batch: Batch::default(),
         }
     }
 
@@ -185,15 +237,15 @@ impl Connection {
     /// Parses and runs every complete request in the input buffer.
     async fn process_input(&mut self) -> std::io::Result<Step> {
         loop {
-            let mut batch: VecDeque<Vec<Bytes>> = VecDeque::new();
+            let mut batch = std::mem::take(&mut self.batch);
             let mut failure: Option<ProtocolError> = None;
             // Limits depend on authentication, which a command in the batch may change: parse after AUTH
             // separately by stopping the batch at the first command while unauthenticated.
             let (limits, query_limit) = self.limits();
             loop {
-                match self.parser.parse(&mut self.inbuf, &limits) {
-                    Ok(Some(args)) => {
-                        batch.push_back(args);
+                match self.parser.parse_into(&mut self.inbuf, &limits, &mut batch.args) {
+                    Ok(Some(_)) => {
+                        batch.ends.push(batch.args.len());
                         if !self.state.authenticated || batch.len() >= 1024 {
                             break;
                         }
@@ -206,7 +258,10 @@ impl Connection {
                 }
             }
             let got_any = !batch.is_empty();
-            if let Step::Close = self.run_batch(batch).await? {
+            let step = self.run_batch(&mut batch).await;
+            batch.clear();
+            self.batch = batch;
+            if let Step::Close = step? {
                 return Ok(Step::Close);
             }
             if let Some(e) = failure {
@@ -219,17 +274,20 @@ impl Connection {
             }
             if !got_any {
                 if self.inbuf.is_empty() && !self.parser.in_request() {
-                    // Between requests with nothing buffered: an idle connection keeps no argument vector.
+                    // Between requests with nothing buffered: an idle connection keeps no large argument vector.
                     self.parser.release_spare();
+                    if self.batch.args.capacity() > BATCH_IDLE_ARGS {
+                        self.batch = Batch::default();
+                    }
                 }
                 return Ok(Step::Continue);
             }
         }
     }
 
-    async fn run_batch(&mut self, mut batch: VecDeque<Vec<Bytes>>) -> std::io::Result<Step> {
+    async fn run_batch(&mut self, batch: &mut Batch) -> std::io::Result<Step> {
         while !batch.is_empty() {
-            let (step, block) = self.run_some(&mut batch);
+            let (step, block) = self.run_some(batch);
             if let Some(block) = block {
                 // Taken before the wait: an EXEC that went to the script thread leaves a stand-in state meanwhile.
                 let counted = self.state.count_when_unblocked.take();
@@ -284,7 +342,7 @@ impl Connection {
 
     /// Runs commands from the front of `batch` under one lock acquisition until the batch is done, a command
     /// blocks, the connection must close, or enough ran for the lock to be released for others.
-    fn run_some(&mut self, batch: &mut VecDeque<Vec<Bytes>>) -> (Step, Option<Block>) {
+    fn run_some(&mut self, batch: &mut Batch) -> (Step, Option<Block>) {
         let shared = self.shared.clone();
         let mut guard: Option<MutexGuard<'_, Store>> = None;
         let outcome = self.run_some_locked(&shared, batch, &mut guard);
@@ -306,7 +364,7 @@ impl Connection {
     fn run_some_locked<'g>(
         &mut self,
         shared: &'g Arc<Shared>,
-        batch: &mut VecDeque<Vec<Bytes>>,
+        batch: &mut Batch,
         guard: &mut Option<MutexGuard<'g, Store>>,
     ) -> (Step, Option<Block>) {
         let mut ran = 0;
@@ -315,20 +373,28 @@ impl Connection {
             // (Not while loading: commands allowed then need no keys, and the loader holds the store in turns.)
             let store = guard.get_or_insert_with(|| shared.store.lock());
             // A long first argument is rarely a key (ECHO, PUBLISH's message); hashing it would be wasted work.
-            let keys = batch.iter().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1)).filter(|k| k.len() <= 512);
+            // A pipeline on one key (a queue, a counter) names it again and again: hashed once, not per command.
+            let mut previous: Option<&[u8]> = None;
+            let keys = batch.pending().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1)).filter(|k| k.len() <= 512).filter(move |k| {
+                let again = previous == Some(&k[..]);
+                previous = Some(&k[..]);
+                !again
+            });
             store.dbs[self.state.db].prefetch(keys.map(|k| &k[..]));
             // Hash commands (H...) name a field next: fetch the fields of a large hash the same way.
-            let fields = batch.iter().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| c | 0x20 == b'h'));
+            let fields = batch.pending().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| c | 0x20 == b'h'));
             store.dbs[self.state.db].prefetch_hash_fields(fields.map(|a| (&a[1][..], &a[2][..])));
         }
-        while let Some(args) = batch.pop_front() {
+        while !batch.is_empty() {
+            batch.next += 1;
+            let args = batch.command(batch.next - 1);
             ran += 1;
-            let (reply, block) = self.run_command(shared, &args, guard);
+            let (reply, block) = self.run_command(shared, args, guard);
             if let Some(block) = block {
-                self.blocked_args = Some(args);
+                self.blocked_args = Some(args.to_vec());
                 return (Step::Continue, Some(block));
             }
-            if let Some(wait) = self.durable_wait(shared, guard, &args, reply.as_ref()) {
+            if let Some(wait) = self.durable_wait(shared, guard, args, reply.as_ref()) {
                 return (Step::Continue, Some(wait));
             }
             let send = self.state.take_reply_permission();
@@ -350,8 +416,6 @@ impl Connection {
             if self.state.close_after_reply {
                 return (Step::Close, None);
             }
-            // The next large request reuses this argument vector (RequestParser::recycle says why).
-            self.parser.recycle(args);
             if ran >= BATCH_UNDER_LOCK || self.outbuf.len() >= FLUSH_AT {
                 break;
             }

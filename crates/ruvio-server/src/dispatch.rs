@@ -158,7 +158,7 @@ fn gates(caller: Caller, resolved: &commands::Resolved, shared: &Shared, client:
             // Write-log records replay state with explicit tokens; a client must never forge them.
             return Err(commands::unknown_command(args));
         }
-        *client.info.last_cmd.lock() = (resolved.parent.map(|p| p.name), spec.name);
+        client.info.set_last_command(spec);
         if !client.authenticated && !spec.has(flags::NOAUTH) {
             return Err(Value::error(ERR_NOAUTH));
         }

@@ -5,7 +5,6 @@
 //! state at scrape time (clients, memory, keys, the lock engine's counters, replication). prometheus-client encodes
 //! it, axum serves it.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -160,8 +159,8 @@ pub struct Metrics {
     /// SLOWLOG and LATENCY.
     pub slow: Slow,
     /// Per command (subcommands as `config|get`), keyed by the address of its static table entry: a lookup costs
-    /// one integer hash, and the map never changes after start-up.
-    commands: HashMap<usize, (String, CommandStat)>,
+    /// one integer multiply ([`commands::SpecAddrHasher`]), and the map never changes after start-up.
+    commands: commands::SpecAddrMap<(String, CommandStat)>,
     /// Durable writes (CLIENT DURABILITY REPLICAS n) that waited for their acknowledgements ...
     pub durable_waits: AtomicU64,
     /// ... and those answered NOTDURABLE.
@@ -170,7 +169,7 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let mut commands = HashMap::new();
+        let mut commands = commands::SpecAddrMap::default();
         for spec in commands::all() {
             commands.insert(spec as *const CommandSpec as usize, (spec.name.to_string(), CommandStat::default()));
             for sub in spec.subcommands {

@@ -114,11 +114,22 @@ pub struct Store {
     pub waiters: KeyWaiters,
     /// Keys expired since the last look, kept only while keyspace notifications of expiries are on (Some).
     pub expired_notices: Option<Vec<(usize, CompactBytes)>>,
+    /// What every database of `dbs` counts together (changes, pending expiry events).
+    totals: std::sync::Arc<crate::keyspace::Totals>,
 }
 
 impl Store {
     pub fn new(databases: usize) -> Self {
-        Store { dbs: (0..databases).map(|_| Db::new()).collect(), locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, now_wall: 0, replica: false, expired_keys: 0, waiters: KeyWaiters::default(), expired_notices: None }
+        // The databases count their changes and events together, so the store reads them without visiting each.
+        let totals = std::sync::Arc::new(crate::keyspace::Totals::default());
+        let dbs = (0..databases)
+            .map(|_| {
+                let mut db = Db::new();
+                db.share_totals(totals.clone());
+                db
+            })
+            .collect();
+        Store { dbs, totals, locks: LockState::default(), log: Vec::new(), log_enabled: false, now: 0, now_wall: 0, replica: false, expired_keys: 0, waiters: KeyWaiters::default(), expired_notices: None }
     }
 
     /// Who removes expired keys in every database (see [`crate::keyspace::Expiry`]).
@@ -131,7 +142,8 @@ impl Store {
     /// Changes made to the data so far, counted by the keyspace's mutators (INFO `rdb_changes_since_last_save`; a
     /// write command is logged when it moved this).
     pub fn changes(&self) -> u64 {
-        self.dbs.iter().map(Db::changes).sum()
+        // The sum of every database's count, kept as they count (it ran after every write command, twice).
+        self.totals.changes()
     }
 
     /// The instant of the command or event about to run (monotonic ms): what it logs carries it.
@@ -196,7 +208,7 @@ impl Store {
     /// something), the one place records come from; it runs after every command, lock-timer round and wake-up.
     pub fn settle(&mut self) {
         // Runs after every command: nothing to do is the common case, found without taking anything apart.
-        if self.dbs.iter().any(Db::has_events) {
+        if self.totals.take_events_flag() {
             self.settle_expired();
         }
         if !self.locks.changes.is_empty() {

@@ -82,6 +82,53 @@ pub fn write<T: Collection, R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce
     out
 }
 
+/// Changes the collection at `key` with one lookup of the key: WRONGTYPE if it holds something else; `f` gets the
+/// collection (`None` when missing) and returns its result and whether it changed anything. A missing key is
+/// created when `f` leaves a new collection non-empty (`f` gets `Some(empty)` to fill when `create`); a collection
+/// left empty is deleted (an empty collection never exists in Redis).
+pub fn update<T: Collection, R>(
+    db: &mut Db,
+    key: &[u8],
+    now: u64,
+    create: bool,
+    f: impl FnOnce(Option<&mut T>) -> (R, bool),
+) -> Result<R, Value> {
+    enum Found<R, F> {
+        WrongType,
+        /// `f`, not called.
+        Missing(F),
+        Done(R, bool),
+    }
+    let found = db.modify(key, now, |data| match data {
+        None => (Found::Missing(f), false),
+        Some(data) => match T::of_mut(data) {
+            None => (Found::WrongType, false),
+            Some(v) => {
+                let (out, changed) = f(Some(v));
+                (Found::Done(out, v.is_empty()), changed)
+            }
+        },
+    });
+    match found {
+        Found::WrongType => Err(Value::error(ERR_WRONGTYPE)),
+        Found::Done(out, empty) => {
+            if empty {
+                db.remove(key, now);
+            }
+            Ok(out)
+        }
+        Found::Missing(f) if !create => Ok(f(None).0),
+        Found::Missing(f) => {
+            let mut v = T::empty();
+            let (out, _) = f(Some(&mut v));
+            if !v.is_empty() {
+                db.insert(key, Entry::new(v.into_data()));
+            }
+            Ok(out)
+        }
+    }
+}
+
 /// The optional count of the pop commands (LPOP/RPOP, SPOP, ZPOPMIN/ZPOPMAX): absent, or a non-negative integer,
 /// with Redis's errors otherwise.
 pub fn optional_count(arg: Option<&bytes::Bytes>) -> Result<Option<usize>, Value> {

@@ -67,17 +67,18 @@ pub fn write_list<R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce(&mut List
 
 fn push(ctx: &mut Ctx, right: bool, only_existing: bool) -> Value {
     let (args, now) = (ctx.args, ctx.now);
-    let db = ctx.db();
-    match read_list(db, &args[1], now) {
-        Err(e) => return e,
-        Ok(None) if only_existing => return Value::Integer(0),
-        Ok(_) => {}
-    }
-    let len = write_list(db, &args[1], now, |l| {
-        l.push_all(&args[2..], right);
-        l.len()
+    // One lookup of the key for the type check and the push (LPUSHX/RPUSHX create nothing).
+    let pushed = super::collection::update(ctx.db(), &args[1], now, !only_existing, |l: Option<&mut ListValue>| match l {
+        Some(l) => {
+            l.push_all(&args[2..], right);
+            (l.len(), true)
+        }
+        None => (0, false),
     });
-    Value::Integer(len as i64)
+    match pushed {
+        Ok(len) => Value::Integer(len as i64),
+        Err(e) => e,
+    }
 }
 
 fn lpush(ctx: &mut Ctx) -> Value {
@@ -121,14 +122,21 @@ fn pop(ctx: &mut Ctx, right: bool) -> Value {
         Ok(c) => c,
         Err(e) => return e,
     };
-    let db = ctx.db();
-    match read_list(db, &args[1], now) {
+    // One lookup of the key for the type check and the pop; a count of 0 changes nothing.
+    let popped = super::collection::update(ctx.db(), &args[1], now, false, |l: Option<&mut ListValue>| match l {
+        None => (None, false),
+        Some(l) => {
+            let n = count.unwrap_or(1).min(l.len());
+            let items: Vec<Bytes> = (0..n).filter_map(|_| if right { l.pop_back() } else { l.pop_front() }).map(Bytes::from).collect();
+            let changed = !items.is_empty();
+            (Some(items), changed)
+        }
+    });
+    let items = match popped {
         Err(e) => return e,
         Ok(None) => return if count.is_some() { Value::NilArray } else { Value::Nil },
-        Ok(Some(_)) => {}
-    }
-    // (Not through `pop_elements`: the key was just found to hold a list, one lookup less per pop.)
-    let items = pop_from(db, &args[1], now, right, count.unwrap_or(1));
+        Ok(Some(items)) => items,
+    };
     match count {
         None => items.into_iter().next().map_or(Value::Nil, Value::Bulk),
         Some(_) => Value::Array(items.into_iter().map(Value::Bulk).collect()),

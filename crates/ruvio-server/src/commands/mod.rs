@@ -248,6 +248,17 @@ pub fn lookup_public(name: &[u8]) -> Option<&'static CommandSpec> {
 
 /// Finds a command by name, any case, without allocating.
 pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
+    // A pipeline mostly repeats one command: the last name this thread looked up, exactly as the client spelled
+    // it, answers without lowering and hashing it again (most of this function's cost per request otherwise).
+    thread_local! {
+        static LAST: std::cell::Cell<Option<([u8; LAST_NAME], usize, &'static CommandSpec)>> = const { std::cell::Cell::new(None) };
+    }
+    let last = LAST.get();
+    if let Some((bytes, len, spec)) = last {
+        if len == name.len() && bytes[..len] == *name {
+            return Some(spec);
+        }
+    }
     let mut buf = [0u8; 32];
     if name.len() > buf.len() {
         return None;
@@ -255,8 +266,44 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     let lower = &mut buf[..name.len()];
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    index().get(&*lower).copied()
+    let found = index().get(&*lower).copied();
+    if let Some(spec) = found.filter(|_| name.len() <= LAST_NAME) {
+        let mut bytes = [0u8; LAST_NAME];
+        bytes[..name.len()].copy_from_slice(name);
+        LAST.set(Some((bytes, name.len(), spec)));
+    }
+    found
 }
+
+/// Longest name [`lookup`]'s one-entry cache keeps (every command name in the table is shorter).
+const LAST_NAME: usize = 24;
+
+/// Hashes the address of a [`CommandSpec`] in maps keyed by it (ACL command numbers, commandstats): the address
+/// is already unique, so one widening multiply mixes it enough, where SipHash or aHash cost a hundred
+/// instructions and more on every command.
+#[derive(Default, Clone, Copy)]
+pub struct SpecAddrHasher(u64);
+
+impl std::hash::Hasher for SpecAddrHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only usize keys are hashed here; any other input is folded in byte by byte, correct if slow.
+        for &b in bytes {
+            self.write_usize((self.0 ^ b as u64) as usize);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        // Folded multiply: the high half carries the address's high bits down, so the low bits hashbrown picks
+        // buckets with differ even though table entries are spaced by their size.
+        let p = (n as u128) * 0x9E37_79B9_7F4A_7C15u128;
+        self.0 = (p as u64) ^ ((p >> 64) as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by a [`CommandSpec`]'s address (`spec as *const CommandSpec as usize`).
+pub type SpecAddrMap<V> = HashMap<usize, V, std::hash::BuildHasherDefault<SpecAddrHasher>>;
 
 pub use crate::errors::{unknown_command, unknown_subcommand, wrong_arity};
 

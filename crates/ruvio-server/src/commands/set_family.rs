@@ -65,14 +65,16 @@ pub fn write_set<R>(db: &mut Db, key: &[u8], now: u64, f: impl FnOnce(&mut SetVa
 
 fn sadd(ctx: &mut Ctx) -> Value {
     let (args, now, limits) = (ctx.args, ctx.now, limits(ctx));
-    let db = ctx.db();
-    match read_set(db, &args[1], now) {
-        Err(e) => return e,
-        Ok(Some(s)) if args[2..].iter().all(|m| s.contains(m)) => return Value::Integer(0),
-        Ok(_) => {}
+    // One lookup of the key for the type check and the insert; members already there change nothing (not logged,
+    // not seen by WATCH).
+    let added = super::collection::update(ctx.db(), &args[1], now, true, |s: Option<&mut SetValue>| {
+        let n = s.map_or(0, |s| args[2..].iter().filter(|m| s.insert(m, &limits)).count());
+        (n, n > 0)
+    });
+    match added {
+        Ok(n) => Value::Integer(n as i64),
+        Err(e) => e,
     }
-    let n = write_set(db, &args[1], now, |s| args[2..].iter().filter(|m| s.insert(m, &limits)).count());
-    Value::Integer(n as i64)
 }
 
 fn srem(ctx: &mut Ctx) -> Value {
@@ -127,20 +129,25 @@ fn spop(ctx: &mut Ctx) -> Value {
         Ok(c) => c,
         Err(e) => return e,
     };
-    let db = ctx.db();
-    let len = match read_set(db, &args[1], now) {
+    // One lookup of the key for the type check and the pops.
+    let picked = super::collection::update(ctx.db(), &args[1], now, false, |s: Option<&mut SetValue>| {
+        let Some(s) = s else { return (None, false) };
+        let len = s.len();
+        let want = count.unwrap_or(1).min(len);
+        let mut rng = rand::thread_rng();
+        let popped: Vec<Bytes> =
+            (0..want).filter_map(|_| s.swap_remove_index(rng.gen_range(0..s.len()))).map(|m| Bytes::copy_from_slice(&m)).collect();
+        let changed = !popped.is_empty();
+        (Some((popped, len)), changed)
+    });
+    let (popped, len) = match picked {
         Err(e) => return e,
         Ok(None) => return if count.is_some() { Value::Array(vec![]) } else { Value::Nil },
-        Ok(Some(s)) => s.len(),
+        Ok(Some(p)) => p,
     };
-    let want = count.unwrap_or(1).min(len);
-    if want == 0 {
+    if popped.is_empty() {
         return Value::Array(vec![]);
     }
-    let popped: Vec<Bytes> = write_set(db, &args[1], now, |s| {
-        let mut rng = rand::thread_rng();
-        (0..want).filter_map(|_| s.swap_remove_index(rng.gen_range(0..s.len()))).map(|m| Bytes::copy_from_slice(&m)).collect()
-    });
     // Random picks: logged as the SREM of what was taken (a whole set popped is simply deleted).
     if popped.len() == len {
         ctx.propagate_as(vec![Bytes::from_static(b"DEL"), args[1].clone()]);

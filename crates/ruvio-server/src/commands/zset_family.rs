@@ -686,12 +686,21 @@ fn zpop_cmd(ctx: &mut Ctx, max: bool) -> Value {
         Err(e) => return e,
     };
     let (now, r3) = (ctx.now, resp3(ctx));
-    let db = ctx.db();
-    let items = match read_zset(db, &args[1], now) {
+    // One lookup of the key for the type check and the pops; a count of 0 changes nothing.
+    let want = count.unwrap_or(1);
+    let popped = super::collection::update(ctx.db(), &args[1], now, false, |z: Option<&mut ZSetValue>| {
+        let Some(z) = z else { return (Vec::new(), false) };
+        let mut out = Vec::with_capacity(want.min(z.len()));
+        while out.len() < want {
+            let Some((m, s)) = (if max { z.pop_last() } else { z.pop_first() }) else { break };
+            out.push((Bytes::copy_from_slice(&m), s));
+        }
+        let changed = !out.is_empty();
+        (out, changed)
+    });
+    let items = match popped {
         Err(e) => return e,
-        Ok(None) => Vec::new(),
-        // (Not through `pop`: the key was just found to hold a sorted set, one lookup less per pop.)
-        Ok(Some(_)) => pop_from(db, &args[1], now, max, count.unwrap_or(1)),
+        Ok(items) => items,
     };
     match count {
         // Without a count, RESP3 answers one flat [member, score].

@@ -18,7 +18,7 @@ pub mod lock_values;
 pub mod set;
 pub mod zset;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashTable;
@@ -179,12 +179,47 @@ pub struct Db {
     /// Changes made through the mutators below (expiry excluded: the store logs it as DEL on its own). A write
     /// command is logged when this moved, so no handler counts its own changes and none can forget to.
     changes: u64,
+    /// The same counts for every database of a store together, and whether any has events: what the store asks
+    /// after every command, read without visiting each database.
+    totals: Arc<Totals>,
     /// Next segment active expiry looks at.
     expire_cursor: usize,
     watched: hashbrown::HashMap<CompactBytes, Vec<Arc<WatchFlag>>>,
     events: Vec<ExpiredKey>,
     capture: Option<Box<Capture>>,
     expiry: Expiry,
+}
+
+/// What the databases of one store count together ([`Db::share_totals`]).
+#[derive(Default, Debug)]
+pub struct Totals {
+    /// Every change of every database (the sum of [`Db::changes`]).
+    changes: AtomicU64,
+    /// Some database may hold expiry events not taken yet (set when one is added; cleared by the store before it
+    /// takes them all).
+    events: AtomicBool,
+}
+
+impl Totals {
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
+    }
+
+    /// True (and cleared) when some database may have events to take.
+    pub fn take_events_flag(&self) -> bool {
+        // (Under the store lock: a load and a store, no atomic exchange.)
+        let set = self.events.load(Ordering::Relaxed);
+        if set {
+            self.events.store(false, Ordering::Relaxed);
+        }
+        set
+    }
+}
+
+/// [`Db::count_changes`] on the two fields, for callers holding a segment borrowed.
+fn count_changes(changes: &mut u64, totals: &Totals, n: u64) {
+    *changes += n;
+    totals.changes.store(totals.changes.load(Ordering::Relaxed) + n, Ordering::Relaxed);
 }
 
 /// Who removes keys whose deadline passed.
@@ -255,6 +290,7 @@ impl Db {
             volatile: 0,
             locks: LockCounts::default(),
             changes: 0,
+            totals: Arc::default(),
             expire_cursor: 0,
             watched: Default::default(),
             events: Vec::new(),
@@ -277,6 +313,21 @@ impl Db {
     pub fn volatile_len(&self) -> usize {
         self.volatile
     }
+    /// Counts `n` changes here and in the store's totals. (A plain load and store: every database is changed
+    /// only under the store lock, which orders them; no atomic read-modify-write per change.)
+    fn count_changes(&mut self, n: u64) {
+        count_changes(&mut self.changes, &self.totals, n);
+    }
+
+    /// Makes this database count into `totals`, shared with the other databases of its store.
+    pub fn share_totals(&mut self, totals: Arc<Totals>) {
+        totals.changes.fetch_add(self.changes, Ordering::Relaxed);
+        if !self.events.is_empty() {
+            totals.events.store(true, Ordering::Relaxed);
+        }
+        self.totals = totals;
+    }
+
     /// How many changes the mutators made so far (see the field).
     pub fn changes(&self) -> u64 {
         self.changes
@@ -311,6 +362,15 @@ impl Db {
             return false;
         }
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now)
+    }
+
+    /// [`Db::expire_if_due`] for a key already hashed (`find_index`): the callers that go on to look the key up
+    /// hash it once.
+    fn expire_if_due_at(&mut self, h: u64, s: usize, key: &[u8], now: u64) -> bool {
+        if self.expiry != Expiry::Active {
+            return false;
+        }
         if self.segments[s].volatile == 0 {
             return false; // nothing in this segment has a deadline: no need to look the key up
         }
@@ -331,6 +391,7 @@ impl Db {
         self.len -= 1;
         self.locks.sub(&entry.data);
         self.touch(&k);
+        self.totals.events.store(true, Ordering::Relaxed);
         self.events.push(ExpiredKey { key: k, was_lock: entry.data.is_lock(), lock_holders: entry.data.lock_holders() });
         true
     }
@@ -411,9 +472,10 @@ impl Db {
 
     /// The live entry at `key`.
     pub fn get(&mut self, key: &[u8], now: u64) -> Option<&Entry> {
-        self.expire_if_due(key, now);
+        let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
         let hidden = self.expiry == Expiry::Hidden;
-        self.peek(key).filter(|e| !(hidden && e.is_expired(now)))
+        self.segments[s].table.find(h, |e| &*e.0 == key).map(|e| &e.1).filter(|e| !(hidden && e.is_expired(now)))
     }
 
     /// The entry at `key` without expiring it (it may be past its deadline); for inspection only.
@@ -425,14 +487,31 @@ impl Db {
     /// The live value at `key`, to change in place. Marks the key modified for WATCH; deadlines change only
     /// through [`Db::set_expire`].
     pub fn get_mut(&mut self, key: &[u8], now: u64) -> Option<&mut Data> {
-        self.expire_if_due(key, now);
-        self.touch(key);
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
+        self.touch(key);
         self.before_change(h, s, key);
         let found = self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data);
         // Handed out to be changed: counted as a change.
-        self.changes += found.is_some() as u64;
+        count_changes(&mut self.changes, &self.totals, found.is_some() as u64);
         found
+    }
+
+    /// Reads or changes the live value at `key` in place with one hash of the key (a collection write: the type
+    /// check and the change in one lookup). `f` gets the value (`None` when missing) and says whether it changed
+    /// it; only then is the key marked as [`Db::get_mut`] marks it (WATCH, the change count), so a write that
+    /// changed nothing (SADD of members already there) is neither logged nor seen by WATCH. A snapshot in
+    /// progress keeps the entry first either way (keeping an unchanged entry is harmless).
+    pub fn modify<R>(&mut self, key: &[u8], now: u64, f: impl FnOnce(Option<&mut Data>) -> (R, bool)) -> R {
+        let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
+        self.before_change(h, s, key);
+        let (out, changed) = f(self.segments[s].table.find_mut(h, |e| &*e.0 == key).map(|e| &mut e.1.data));
+        if changed {
+            self.touch(key);
+            self.count_changes(1);
+        }
+        out
     }
 
     /// Changes the semaphore at `key` in place (its holders), keeping the holder count right; None when `key` holds
@@ -458,7 +537,7 @@ impl Db {
         let seg = &mut self.segments[s];
         let new_volatile = entry.expire_at != 0;
         self.locks.add(&entry.data);
-        self.changes += 1;
+        count_changes(&mut self.changes, &self.totals, 1);
         let old = match seg.table.find_mut(h, |e| &*e.0 == key) {
             Some(slot) => Some(std::mem::replace(&mut slot.1, entry)),
             None => {
@@ -488,7 +567,7 @@ impl Db {
                 let had_deadline = slot.1.expire_at != 0;
                 slot.1 = Entry::new(Data::Str(CompactBytes::new(value)));
                 count_volatile(&mut seg.volatile, &mut self.volatile, had_deadline, false);
-                self.changes += 1;
+                self.count_changes(1);
                 self.touch(key);
                 return true;
             }
@@ -501,14 +580,14 @@ impl Db {
 
     /// Removes `key`; returns the live entry that was there.
     pub fn remove(&mut self, key: &[u8], now: u64) -> Option<Entry> {
-        self.expire_if_due(key, now);
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
         self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let Ok(occ) = seg.table.find_entry(h, |e| &*e.0 == key) else { return None };
         let ((_, entry), _) = occ.remove();
         self.locks.sub(&entry.data);
-        self.changes += 1;
+        count_changes(&mut self.changes, &self.totals, 1);
         if entry.expire_at != 0 {
             seg.volatile -= 1;
             self.volatile -= 1;
@@ -520,16 +599,16 @@ impl Db {
 
     /// Sets (or with 0 clears) the deadline of a live key; false if there is no such key.
     pub fn set_expire(&mut self, key: &[u8], expire_at: u64, now: u64) -> bool {
-        self.expire_if_due(key, now);
-        self.touch(key);
         let (h, s) = self.find_index(key);
+        self.expire_if_due_at(h, s, key, now);
+        self.touch(key);
         self.before_change(h, s, key);
         let seg = &mut self.segments[s];
         let Some(slot) = seg.table.find_mut(h, |e| &*e.0 == key) else { return false };
         let was = slot.1.expire_at != 0;
         slot.1.expire_at = expire_at;
         count_volatile(&mut seg.volatile, &mut self.volatile, was, expire_at != 0);
-        self.changes += 1;
+        self.count_changes(1);
         true
     }
 
@@ -547,7 +626,7 @@ impl Db {
         self.len = 0;
         self.volatile = 0;
         self.locks = LockCounts::default();
-        self.changes += 1;
+        self.count_changes(1);
     }
 
     /// Every key, live or not yet removed, with its entry; for snapshots and lock bookkeeping.
@@ -638,6 +717,9 @@ impl Db {
             removed += gone.len();
             for g in &gone {
                 self.touch(&g.key);
+            }
+            if !gone.is_empty() {
+                self.totals.events.store(true, Ordering::Relaxed);
             }
             self.events.extend(gone);
         }
@@ -734,8 +816,8 @@ impl Db {
         std::mem::swap(&mut self.len, &mut other.len);
         std::mem::swap(&mut self.volatile, &mut other.volatile);
         std::mem::swap(&mut self.locks, &mut other.locks);
-        self.changes += 1;
-        other.changes += 1;
+        self.count_changes(1);
+        other.count_changes(1);
         self.touch_all_watched();
         other.touch_all_watched();
     }
