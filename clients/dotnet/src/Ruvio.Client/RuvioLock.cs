@@ -204,16 +204,17 @@ internal sealed class RuvioLock : IRuvioLock
         lock (_sync)
         {
             if (_state != 0) return;
+            // Counted before IsLost turns true, so whoever sees the loss also sees it in the metric.
+            RuvioDiagnostics.LockLosses.Add(1);
             _state = 1;
             _lostReason = why;
         }
         // First the signal: it runs the callbacks registered on LockLost on this thread (the watchdog's, when the
-        // deadline fired it). Then stop the renewals, count and log.
+        // deadline fired it). Then stop the renewals and log.
         try { _lost.Cancel(); }
         finally
         {
             Disarm();
-            RuvioDiagnostics.LockLosses.Add(1);
             _db.Connection.Logger.LogWarning("Ruvio: lock {Key} (token {Token}) lost: {Why}", Key, Token, why);
         }
     }
