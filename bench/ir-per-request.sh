@@ -5,8 +5,7 @@
 # Usage: bench/ir-per-request.sh ruvio|redis [requests-per-test]   (RUVIO_BIN: the ruvio binary; needs valgrind,
 # callgrind_control, redis-benchmark, redis-cli)
 #
-# The server runs under `if redis-cli -p "$PORT" ping >/dev/null 2>&1; then echo "port $PORT is taken (set PORT)" >&2; exit 1; fi
-valgrind --tool=callgrind`; for each test the counters are zeroed (`callgrind_control -z`),
+# The server runs under `valgrind --tool=callgrind`; for each test the counters are zeroed (`callgrind_control -z`),
 # one `redis-benchmark -t T -P 16 -c 50 -n N -r 100000` runs, and the counters are dumped (`callgrind_control -d`).
 # The tests run in collections.sh's order on one server, so the pops take what the pushes left. Printed: the test,
 # the instructions (Ir) of the whole server process divided by the requests (lrange_100: by twice the requests, its
@@ -21,6 +20,7 @@ PORT=${PORT:-7441}
 OUT_DIR=${OUT_DIR:-$(mktemp -d /tmp/ruvio-ir.XXXXXX)}
 TESTS=(${TESTS:-lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100})
 mkdir -p "$OUT_DIR/data"
+if redis-cli -p "$PORT" ping >/dev/null 2>&1; then echo "port $PORT is taken (set PORT)" >&2; exit 1; fi
 OUT="$OUT_DIR/callgrind.$WHICH"
 case $WHICH in
   ruvio) server=("$RUVIO" --port "$PORT" --dir "$OUT_DIR/data" --loglevel warning --appendonly no) ;;
