@@ -199,6 +199,12 @@ impl Perms {
         self.allowed[id / 64] & (1 << (id % 64)) != 0
     }
 
+    /// Every command (and subcommand) outside @coordination, every key and every channel, by the user's own rules.
+    fn allows_everything(&self) -> bool {
+        let coordination = cat_bit("coordination");
+        self.all_keys && self.all_channels && table().entries.iter().enumerate().all(|(id, (_, _, bits))| bits & coordination != 0 || self.get(id))
+    }
+
     /// Whether a `+command|firstarg` rule lets this call run.
     fn first_arg_allowed(&self, spec: &'static CommandSpec, args: &[Bytes]) -> bool {
         let (Some(id), Some(arg)) = (id_of(spec), args.get(1)) else { return false };
@@ -660,6 +666,9 @@ impl User {
 pub struct PermsCache {
     version: u64,
     perms: Option<Arc<Perms>>,
+    /// The rules allow every command outside @coordination (what `+@all` grants), every key and every channel:
+    /// the default user's, usually. Then only a @coordination command needs checking.
+    everything: bool,
 }
 
 impl PermsCache {
@@ -669,10 +678,22 @@ impl PermsCache {
         let v = user.version.load(Ordering::Acquire);
         if self.version != v || self.perms.is_none() {
             // Read after the version: rules at least as new as `v` (a change in between only means one more refresh).
-            self.perms = Some(user.perms());
+            let perms = user.perms();
+            self.everything = perms.allows_everything();
+            self.perms = Some(perms);
             self.version = v;
         }
         self.perms.as_deref().expect("just filled")
+    }
+
+    /// [`Perms::check`] against `user`'s current rules, skipped when they allow everything.
+    pub fn check(&mut self, user: &User, resolved: &commands::Resolved, args: &[Bytes]) -> Result<(), Denial> {
+        self.get(user);
+        let coordination = |s: &CommandSpec| s.has(flags::COORDINATION);
+        if self.everything && !coordination(resolved.spec) && !resolved.parent.is_some_and(coordination) {
+            return Ok(());
+        }
+        self.perms.as_deref().expect("just filled").check(resolved, args)
     }
 }
 

@@ -51,6 +51,10 @@ pub struct Connection {
     blocked_args: Option<Vec<Bytes>>,
     /// The parsed commands of the input being run; kept between reads so its vectors are allocated once.
     batch: Batch,
+    /// When the last command of the current run under the store lock ended (see `run_command`).
+    batch_clock: Option<Instant>,
+    /// Commands of the current run, added to INFO's total_commands_processed when it ends.
+    commands_run: u64,
 }
 
 /// Parsed commands waiting to run, in order: their arguments back to back in one vector (no vector per command),
@@ -142,6 +146,8 @@ impl Connection {
             durable_before_reply: None,
             blocked_args: None,
             batch: Batch::default(),
+            batch_clock: None,
+            commands_run: 0,
         }
     }
 
@@ -191,7 +197,11 @@ impl Connection {
             if self.inbuf.capacity() - self.inbuf.len() < READ_CHUNK / 4 {
                 self.inbuf.reserve(READ_CHUNK);
             }
+            // Read first: when input is already there the other branches are never polled, so they register
+            // no waiter to take down again (each is a lock on its Notify). None of them can starve: the loop
+            // checks for a kill, the outbox and shutdown every time round.
             tokio::select! {
+                biased;
                 read = self.stream.read_buf(&mut self.inbuf) => {
                     let n = read?;
                     if n == 0 {
@@ -343,9 +353,12 @@ impl Connection {
     /// Runs commands from the front of `batch` under one lock acquisition until the batch is done, a command
     /// blocks, the connection must close, or enough ran for the lock to be released for others.
     fn run_some(&mut self, batch: &mut Batch) -> (Step, Option<Block>) {
+        // The first command reads the clock afresh: time has passed since the last run (I/O, a wait).
+        self.batch_clock = None;
         let shared = self.shared.clone();
         let mut guard: Option<MutexGuard<'_, Store>> = None;
         let outcome = self.run_some_locked(&shared, batch, &mut guard);
+        Stats::add(&shared.stats.commands_processed, std::mem::take(&mut self.commands_run));
         // Still under the lock: the batch's writes enter the log in execution order.
         if let Some(store) = guard.as_mut() {
             let wrote = !store.log.is_empty();
@@ -381,9 +394,10 @@ impl Connection {
                 !again
             });
             store.dbs[self.state.db].prefetch(keys.map(|k| &k[..]));
-            // Hash commands (H...) name a field next: fetch the fields of a large hash the same way.
-            let fields = batch.pending().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| c | 0x20 == b'h'));
-            store.dbs[self.state.db].prefetch_hash_fields(fields.map(|a| (&a[1][..], &a[2][..])));
+            // Hash and set commands (H..., S...) name a field or member next: fetch those in a large hash or set
+            // the same way (a key holding something else, SET's string for one, is skipped).
+            let members = batch.pending().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| matches!(c | 0x20, b'h' | b's')));
+            store.dbs[self.state.db].prefetch_members(members.map(|a| (&a[1][..], &a[2][..])));
         }
         while !batch.is_empty() {
             batch.next += 1;
@@ -452,7 +466,7 @@ impl Connection {
         args: &[Bytes],
         guard: &mut Option<MutexGuard<'g, Store>>,
     ) -> (Option<Value>, Option<Block>) {
-        Stats::add(&shared.stats.commands_processed, 1);
+        self.commands_run += 1;
         let info = &self.state.info;
         info.reply_error_counted.store(false, Ordering::Relaxed);
         // Cross-protocol scripting guard: an HTTP request sent to this port is an attack, not a client.
@@ -465,11 +479,17 @@ impl Connection {
             return (Some(self.refused_busy(args, busy)), None);
         }
         // One clock read gives both the command's time (ms) and the start of its duration (commandstats, SLOWLOG),
-        // after the gate above, whose wait for a script belongs to neither.
-        let started = Instant::now();
-        let now = crate::clock::mono_ms_at(started);
+        // after the gate above, whose wait for a script belongs to neither. Under the store lock, the command
+        // before in this batch has just ended: its end is this one's start, no second read (nothing could wait in
+        // between: the gate does not wait while the lock is held).
+        let mut clock = match self.batch_clock.take() {
+            Some(ended) if guard.is_some() => ended,
+            _ => Instant::now(),
+        };
+        let now = crate::clock::mono_ms_at(clock);
         self.state.info.last_active.store(now, Ordering::Relaxed);
-        let (reply, block) = crate::dispatch::execute_client(started, now, shared, &mut self.state, args, guard);
+        let (reply, block) = crate::dispatch::execute_client(&mut clock, now, shared, &mut self.state, args, guard);
+        self.batch_clock = Some(clock);
         (Some(reply), block)
     }
 
@@ -598,10 +618,12 @@ impl Connection {
         Stats::add(&self.shared.stats.net_output_bytes, self.outbuf.len() as u64);
         // A client that stops reading blocks this write; meanwhile pub/sub messages pile up in its outbox until the
         // output limit kills it, and the kill must win over the stuck write.
-        let info = self.state.info.clone();
+        let (stream, outbuf, info) = (&mut self.stream, &self.outbuf, &self.state.info);
         tokio::select! {
+            // The write first: it usually completes at once, and then the kill's waiter is never registered.
+            biased;
             // TLS keeps what the socket could not take yet in its own buffer until flushed (a no-op for TCP).
-            r = async { self.stream.write_all(&self.outbuf).await?; self.stream.flush().await } => r?,
+            r = async { stream.write_all(outbuf).await?; stream.flush().await } => r?,
             _ = info.kill_notify.notified(), if !info.is_killed() => {
                 return Err(std::io::Error::other("client killed while its output was blocked"));
             }

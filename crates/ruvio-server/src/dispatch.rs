@@ -31,27 +31,28 @@ pub fn execute<'g>(
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
-    execute_from(caller, Instant::now(), now, shared, client, args, guard)
+    execute_from(caller, &mut Instant::now(), now, shared, client, args, guard)
 }
 
-/// [`execute`] for a client's command that started at `started` (`now` is that instant in monotonic ms, derived
-/// from it: the connection reads the clock twice per command, at its start and its end, instead of three times).
+/// [`execute`] for a client's command that started at `clock` (`now` is that instant in monotonic ms, derived from
+/// it). On return `clock` is the instant its timing ended, which the connection takes as the start of the next
+/// command it runs at once: one clock read per command of a pipeline instead of two.
 pub fn execute_client<'g>(
-    started: Instant,
+    clock: &mut Instant,
     now: u64,
     shared: &'g Arc<Shared>,
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
-    execute_from(Caller::Client, started, now, shared, client, args, guard)
+    execute_from(Caller::Client, clock, now, shared, client, args, guard)
 }
 
-/// [`execute`] for a command that started at `started`: a client's and its scripts' commands are counted
-/// ([`timed`]), replayed records are not.
+/// [`execute`] for a command that started at `clock`: a client's and its scripts' commands are counted
+/// ([`timed`], which moves `clock` to the end), replayed records are not.
 fn execute_from<'g>(
     caller: Caller,
-    started: Instant,
+    clock: &mut Instant,
     now: u64,
     shared: &'g Arc<Shared>,
     client: &mut ClientState,
@@ -59,7 +60,7 @@ fn execute_from<'g>(
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
     match commands::resolve(args) {
-        Ok(resolved) if caller != Caller::Replay => timed(caller, resolved, started, now, shared, client, args, guard),
+        Ok(resolved) if caller != Caller::Replay => timed(caller, resolved, clock, now, shared, client, args, guard),
         Ok(resolved) => {
             let (reply, block, _) = execute_resolved(caller, resolved, now, shared, client, args, guard);
             (reply, block)
@@ -68,14 +69,14 @@ fn execute_from<'g>(
     }
 }
 
-/// Runs a client's command (or one its script calls) that started at `started`, and counts it: calls, refusals,
+/// Runs a client's command (or one its script calls) that started at `clock`, and counts it: calls, refusals,
 /// failures and latency (INFO commandstats, the metrics endpoint; a blocked command's wait excluded), as Redis
-/// counts them.
+/// counts them. `clock` is left at the instant the command ended.
 #[allow(clippy::too_many_arguments)]
 fn timed<'g>(
     caller: Caller,
     resolved: commands::Resolved,
-    started: Instant,
+    clock: &mut Instant,
     now: u64,
     shared: &'g Arc<Shared>,
     client: &mut ClientState,
@@ -84,7 +85,9 @@ fn timed<'g>(
 ) -> (Value, Option<Block>) {
     let spec = resolved.spec;
     let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
-    let took = started.elapsed();
+    let ended = Instant::now();
+    let took = ended.saturating_duration_since(*clock);
+    *clock = ended;
     match stage {
         Stage::Ran if block.is_some() => {
             let shared = shared.clone();
@@ -175,7 +178,7 @@ fn gates(caller: Caller, resolved: &commands::Resolved, shared: &Shared, client:
         }
         // maxmemory with noeviction: commands that may grow memory are refused (queued in MULTI too, as Redis
         // does: EXEC then fails); reads, deletes and releases still run, so memory can come down.
-        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
+        if spec.has(flags::DENYOOM) && shared.stats.over_maxmemory() {
             return reject(client, Value::error(ERR_OOM));
         }
         if spec.has(flags::WRITE) {
@@ -216,7 +219,7 @@ fn gates(caller: Caller, resolved: &commands::Resolved, shared: &Shared, client:
 /// again when it runs (the user's rules may have changed since), through the same [`crate::acl::Perms::check`].
 fn acl_denied(shared: &Shared, client: &mut ClientState, resolved: &commands::Resolved, args: &[Bytes], context: &'static str) -> Option<Value> {
     let user = client.user.as_ref()?;
-    let denial = client.perms_cache.get(user).check(resolved, args).err()?;
+    let denial = client.perms_cache.check(user, resolved, args).err()?;
     Some(shared.acl.deny(&denial, context, &user.name, client.info.describe()))
 }
 

@@ -17,6 +17,7 @@ use crate::store::Store;
 #[derive(Default)]
 pub struct Stats {
     pub connections_received: AtomicU64,
+    /// Added to once per run of a connection's commands under the store lock, not per command.
     pub commands_processed: AtomicU64,
     pub rejected_connections: AtomicU64,
     pub keyspace_hits: AtomicU64,
@@ -27,6 +28,9 @@ pub struct Stats {
     /// Resident set size in bytes, sampled by the active expiry task (`hz` times a second) rather than read from
     /// /proc on every write; what `maxmemory` is compared with (and INFO's used_memory). Not reset by RESETSTAT.
     pub used_memory: AtomicU64,
+    /// The `maxmemory` setting, mirrored from the config (CONFIG SET stores it) so the check before every write
+    /// is two loads rather than a read lock on the config.
+    pub maxmemory: AtomicU64,
     /// Error replies sent, by error code (the first word: `ERR`, `WRONGTYPE`, a script's own `MY_CODE`), for INFO
     /// `errorstats`; at most [`ERROR_CODES_TRACKED`] codes, as Redis bounds them.
     pub error_replies: Mutex<HashMap<String, u64>>,
@@ -39,7 +43,8 @@ pub const ERROR_CODES_TRACKED: usize = 128;
 
 impl Stats {
     /// Whether commands flagged `denyoom` must be refused: `maxmemory` is set and used memory is above it.
-    pub fn over_maxmemory(&self, maxmemory: u64) -> bool {
+    pub fn over_maxmemory(&self) -> bool {
+        let maxmemory = self.maxmemory.load(Ordering::Relaxed);
         maxmemory > 0 && self.used_memory.load(Ordering::Relaxed) > maxmemory
     }
     pub fn add(counter: &AtomicU64, n: u64) {
@@ -196,6 +201,7 @@ impl Shared {
         let databases = config.databases;
         let backlog = config.repl_backlog_size as usize;
         let min_replicas = (config.min_replicas_to_write, config.min_replicas_max_lag);
+        let maxmemory = config.maxmemory;
         let notify = config.notify_keyspace_events;
         let metrics = crate::metrics::Metrics::default();
         metrics.slow.configure(&config);
@@ -230,14 +236,15 @@ impl Shared {
             acl,
             monitors: crate::monitor::Monitors::default(),
         });
-        shared.apply_config_copies(min_replicas);
+        shared.apply_config_copies(min_replicas, maxmemory);
         shared.set_notify_flags(&mut shared.store.lock(), notify);
         shared
     }
 
     /// Config values that subsystems keep copies of (set again by CONFIG SET).
-    fn apply_config_copies(&self, min_replicas: (u64, u64)) {
+    fn apply_config_copies(&self, min_replicas: (u64, u64), maxmemory: u64) {
         self.replication.set_min_replicas(min_replicas.0, min_replicas.1);
+        self.stats.maxmemory.store(maxmemory, Ordering::Relaxed);
     }
 
     pub fn next_client_id(&self) -> u64 {

@@ -164,7 +164,7 @@ fn refuse_in_script(shared: &Shared, client: &ClientState, resolved: &Resolved, 
     if rules.oom_per_command
         && spec.has(flags::DENYOOM)
         && !shared.scripts.run.wrote.load(Ordering::Acquire)
-        && shared.stats.over_maxmemory(shared.config.read().maxmemory)
+        && shared.stats.over_maxmemory()
     {
         return Some(Value::error(ERR_OOM));
     }

@@ -176,7 +176,7 @@ fn refuse_by_flags(shared: &Shared, flags: &scripting::functions::Flags, ro_cmd:
     if !flags.declared {
         return None;
     }
-    if !flags.names.iter().any(|f| f == "allow-oom") && shared.stats.over_maxmemory(shared.config.read().maxmemory) {
+    if !flags.names.iter().any(|f| f == "allow-oom") && shared.stats.over_maxmemory() {
         return Some(Value::error(ERR_SCRIPT_OOM));
     }
     if flags.no_writes {

@@ -153,6 +153,7 @@ fn config_set(ctx: &mut Ctx) -> Value {
         ctx.shared.acl.set_coordinator_password(next.coordinator_pass.as_deref());
     }
     let maxmemory_changed = next.maxmemory != ctx.shared.config.read().maxmemory;
+    ctx.shared.stats.maxmemory.store(next.maxmemory, std::sync::atomic::Ordering::Relaxed);
     *ctx.shared.config.write() = next;
     if maxmemory_changed {
         // The sampled figure the limit is compared with is refreshed now, not at the next timer tick, so the very

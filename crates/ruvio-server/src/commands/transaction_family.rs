@@ -103,7 +103,7 @@ fn exec(ctx: &mut Ctx) -> Value {
     let user = if ctx.caller == Caller::Client { ctx.client.user.clone() } else { None };
     for (args, resolved) in queue.iter().zip(resolved) {
         let reply = match resolved {
-            Ok(resolved) => match user.as_ref().and_then(|u| ctx.client.perms_cache.get(u).check(&resolved, args).err().map(|d| (u, d))) {
+            Ok(resolved) => match user.as_ref().and_then(|u| ctx.client.perms_cache.check(u, &resolved, args).err().map(|d| (u, d))) {
                 Some((u, denial)) => {
                     ctx.shared.acl.deny(&denial, "multi", &u.name, ctx.client.info.describe());
                     ctx.shared.metrics.record(resolved.spec, std::time::Duration::ZERO, Outcome::Rejected);

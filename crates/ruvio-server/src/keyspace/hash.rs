@@ -15,9 +15,8 @@
 
 use std::fmt;
 
-use hashbrown::HashTable;
-
 use super::packed::{put_str, read_str, str_len, PackedOr, View, MAX_PACKED};
+use super::indexed::IndexedTable;
 use super::CompactBytes;
 
 /// When a packed hash becomes a table (`hash-max-listpack-entries`, `hash-max-listpack-value`).
@@ -89,70 +88,20 @@ fn pack_find(buf: &[u8], field: &[u8]) -> Option<Found> {
 
 // ----- the table encoding -----
 
-#[derive(Clone)]
-struct Table {
-    pairs: Vec<(CompactBytes, CompactBytes)>,
-    index: HashTable<u32>,
-}
+/// The pairs in insertion order, indexed (see `keyspace/indexed.rs`).
+type Table = IndexedTable<(CompactBytes, CompactBytes)>;
 
-fn hasher() -> &'static ahash::RandomState {
-    static H: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
-    H.get_or_init(ahash::RandomState::new)
-}
-
-fn hash_of(b: &[u8]) -> u64 {
-    hasher().hash_one(b)
-}
-
-impl Table {
-    fn with_capacity(n: usize) -> Self {
-        Table { pairs: Vec::with_capacity(n), index: HashTable::with_capacity(n) }
-    }
-
-    fn position(&self, field: &[u8]) -> Option<usize> {
-        let pairs = &self.pairs;
-        self.index.find(hash_of(field), |&i| &*pairs[i as usize].0 == field).map(|&i| i as usize)
-    }
-
-    /// Sets `field`; true when it is new.
-    fn set(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if let Some(i) = self.position(field) {
-            self.pairs[i].1 = CompactBytes::new(value);
-            return false;
+/// Sets `field` in a table; true when it is new.
+fn table_set(t: &mut Table, field: &[u8], value: &[u8]) -> bool {
+    match t.position(field) {
+        Some(i) => {
+            t.get_mut(i).1 = CompactBytes::new(value);
+            false
         }
-        let i = u32::try_from(self.pairs.len()).expect("a hash holds at most 2^32 - 1 fields");
-        self.pairs.push((CompactBytes::new(field), CompactBytes::new(value)));
-        let pairs = &self.pairs;
-        self.index.insert_unique(hash_of(field), i, |&j| hash_of(&pairs[j as usize].0));
-        true
-    }
-
-    fn remove(&mut self, field: &[u8]) -> bool {
-        let pairs = &self.pairs;
-        let Ok(entry) = self.index.find_entry(hash_of(field), |&i| &*pairs[i as usize].0 == field) else { return false };
-        let (i, _) = entry.remove();
-        let i = i as usize;
-        let last = self.pairs.len() - 1;
-        self.pairs.swap_remove(i);
-        if i != last {
-            // The last pair moved into the hole: point its index entry there.
-            let moved = hash_of(&self.pairs[i].0);
-            let slot = self.index.find_mut(moved, |&j| j as usize == last).expect("every pair is indexed");
-            *slot = i as u32;
+        None => {
+            t.push_new((CompactBytes::new(field), CompactBytes::new(value)));
+            true
         }
-        if self.pairs.len() < self.pairs.capacity() / 4 {
-            self.pairs.shrink_to(self.pairs.len() * 2);
-            let pairs = &self.pairs;
-            self.index.shrink_to(pairs.len(), |&j| hash_of(&pairs[j as usize].0));
-        }
-        true
-    }
-
-    fn heap_size(&self) -> usize {
-        std::mem::size_of::<Table>()
-            + self.pairs.capacity() * std::mem::size_of::<(CompactBytes, CompactBytes)>()
-            + self.index.allocation_size()
-            + self.pairs.iter().map(|(f, v)| f.heap_size() + v.heap_size()).sum::<usize>()
     }
 }
 
@@ -204,7 +153,7 @@ impl HashValue {
         let View::Pack { buf, count } = self.view() else { return };
         let mut t = Table::with_capacity(count + 1);
         for (f, v) in (PackIter { buf, pos: 0 }) {
-            t.set(f, v);
+            table_set(&mut t, f, v);
         }
         *self = HashValue::from_table(t);
     }
@@ -213,7 +162,7 @@ impl HashValue {
     pub fn len(&self) -> usize {
         match self.view() {
             View::Pack { count, .. } => count,
-            View::Big(t) => t.pairs.len(),
+            View::Big(t) => t.len(),
         }
     }
 
@@ -232,7 +181,7 @@ impl HashValue {
                 let mut pos = f.value_start;
                 read_str(buf, &mut pos)
             }),
-            View::Big(t) => t.position(field).map(|i| &*t.pairs[i].1),
+            View::Big(t) => t.position(field).map(|i| &*t.items()[i].1),
         }
     }
 
@@ -258,7 +207,7 @@ impl HashValue {
                 return grows;
             }
         }
-        self.table_mut().expect("converted above").set(field, value)
+        table_set(self.table_mut().expect("converted above"), field, value)
     }
 
     /// Removes `field`; true if it was there.
@@ -272,7 +221,7 @@ impl HashValue {
                 None => false,
             };
         }
-        self.table_mut().expect("a table").remove(field)
+        self.table_mut().expect("a table").remove(field).is_some()
     }
 
     /// The pairs, in the hash's order (insertion order, except that a removal from a table moves its last pair
@@ -280,14 +229,14 @@ impl HashValue {
     pub fn iter(&self) -> Iter<'_> {
         match self.view() {
             View::Pack { buf, .. } => Iter::Pack(PackIter { buf, pos: 0 }),
-            View::Big(t) => Iter::Table(t.pairs.iter()),
+            View::Big(t) => Iter::Table(t.items().iter()),
         }
     }
 
     /// The pair at position `i` (O(1) for a table, a scan for a packed hash). `i < len()`.
     pub fn nth(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self.view() {
-            View::Big(t) => t.pairs.get(i).map(|(f, v)| (&**f, &**v)),
+            View::Big(t) => t.items().get(i).map(|(f, v)| (&**f, &**v)),
             View::Pack { .. } => self.iter().nth(i),
         }
     }
@@ -306,12 +255,12 @@ impl HashValue {
                 0
             }
             View::Big(t) => {
-                let len = t.pairs.len() as u64;
+                let len = t.len() as u64;
                 let mut next = if cursor == 0 { len } else { cursor.min(len) };
                 let mut n = 0;
                 while next > 0 && n < count.max(1) {
                     next -= 1;
-                    let (k, v) = &t.pairs[next as usize];
+                    let (k, v) = &t.items()[next as usize];
                     f(k, v);
                     n += 1;
                 }
@@ -341,23 +290,17 @@ impl HashValue {
         }
     }
 
-    /// First stage of a batch prefetch (see `Db::prefetch_hash_fields`): for a table, finds the slot whose tag
-    /// matches `field` (without comparing: only a hint), starts loading its pair and returns its position.
+    /// First stage of a batch prefetch (see `Db::prefetch_members`): for a table, the position `field` may be at,
+    /// its pair on its way to the cache.
     pub(super) fn prefetch_slot(&self, field: &[u8]) -> Option<u32> {
         let View::Big(t) = self.view() else { return None };
-        let &i = t.index.find(hash_of(field), |_| true)?;
-        if let Some(pair) = t.pairs.get(i as usize) {
-            super::prefetch(pair as *const (CompactBytes, CompactBytes) as *const u8);
-        }
-        Some(i)
+        t.prefetch_slot(field)
     }
 
-    /// Second stage: the pair at `i` has arrived (or is on its way); start loading its field's bytes.
+    /// Second stage: start loading the field's bytes of the pair at `i`.
     pub(super) fn prefetch_field_bytes(&self, i: u32) {
         if let View::Big(t) = self.view() {
-            if let Some(p) = t.pairs.get(i as usize).and_then(|(f, _)| f.heap_ptr()) {
-                super::prefetch(p);
-            }
+            t.prefetch_key_bytes(i);
         }
     }
 
@@ -365,7 +308,7 @@ impl HashValue {
     pub fn heap_size(&self) -> usize {
         match self.view() {
             View::Pack { buf, .. } => super::packed::PACK_HEADER + buf.len(),
-            View::Big(t) => t.heap_size(),
+            View::Big(t) => std::mem::size_of::<Table>() + t.heap_size(),
         }
     }
 }
@@ -531,7 +474,7 @@ mod tests {
         db.insert(b"s", Entry::new(Data::Str(CompactBytes::new(b"x"))));
         let names: Vec<String> = (0..300).map(|i| format!("field-with-a-long-name:{}", i % 150)).collect();
         let batch = names.iter().map(|n| (&b"big"[..], n.as_bytes())).chain([(&b"small"[..], &b"a"[..]), (&b"s"[..], &b"f"[..]), (&b"none"[..], &b"f"[..])]);
-        db.prefetch_hash_fields(batch);
+        db.prefetch_members(batch);
         let Some(Entry { data: Data::Hash(h), .. }) = db.peek(b"big") else { panic!() };
         assert_eq!(h.len(), 100);
         assert_eq!(h.get(b"field-with-a-long-name:7"), Some(&b"v"[..]));

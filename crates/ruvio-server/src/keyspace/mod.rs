@@ -12,6 +12,7 @@
 pub mod bytes;
 pub mod glob;
 pub mod hash;
+mod indexed;
 pub mod list;
 pub mod packed;
 pub mod lock_values;
@@ -441,32 +442,38 @@ impl Db {
         }
     }
 
-    /// [`Db::prefetch`] for the fields of a pipelined batch of hash commands (`(key, field)` pairs): a lookup in a
-    /// large hash waits for its index slot, its pair and the field's bytes in turn; here those loads are started for
-    /// the whole batch, stage by stage, so they overlap. Only a hint, like [`Db::prefetch`].
-    pub fn prefetch_hash_fields<'k>(&self, fields: impl Iterator<Item = (&'k [u8], &'k [u8])>) {
+    /// A batch's member lookups in large hashes and sets (HGET key field, SADD key member, ...): each is a chain
+    /// of cache misses, so all of them are started before any runs, in two stages as in [`Db::prefetch`]. `pairs`
+    /// gives (key, field or member); a key that is not a large hash or set is skipped.
+    pub fn prefetch_members<'k>(&self, pairs: impl Iterator<Item = (&'k [u8], &'k [u8])>) {
         const MAX: usize = 128;
-        let mut found: Vec<(&HashValue, u32)> = Vec::new();
-        let mut last: Option<(&[u8], Option<&HashValue>)> = None;
-        for (key, field) in fields.take(MAX) {
-            // Batches usually hit one hash: look the key up once per run of it.
-            let h = match last {
-                Some((k, h)) if k == key => h,
+        enum Found<'a> {
+            Hash(&'a HashValue, u32),
+            Set(&'a SetValue, u32),
+        }
+        let mut found: Vec<Found> = Vec::new();
+        let mut last: Option<(&[u8], Option<&Data>)> = None;
+        for (key, member) in pairs.take(MAX) {
+            // Batches usually hit one value: look the key up once per run of it.
+            let data = match last {
+                Some((k, d)) if k == key => d,
                 _ => {
-                    let h = match self.peek(key) {
-                        Some(Entry { data: Data::Hash(h), .. }) => Some(h),
-                        _ => None,
-                    };
-                    last = Some((key, h));
-                    h
+                    let d = self.peek(key).map(|e| &e.data);
+                    last = Some((key, d));
+                    d
                 }
             };
-            if let Some(i) = h.and_then(|h| h.prefetch_slot(field)) {
-                found.push((h.expect("found in it"), i));
+            match data {
+                Some(Data::Hash(h)) => found.extend(h.prefetch_slot(member).map(|i| Found::Hash(h, i))),
+                Some(Data::Set(s)) => found.extend(s.prefetch_slot(member).map(|i| Found::Set(s, i))),
+                _ => {}
             }
         }
-        for (h, i) in found {
-            h.prefetch_field_bytes(i);
+        for f in found {
+            match f {
+                Found::Hash(h, i) => h.prefetch_field_bytes(i),
+                Found::Set(s, i) => s.prefetch_member_bytes(i),
+            }
         }
     }
 
