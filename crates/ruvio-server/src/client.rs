@@ -21,6 +21,8 @@ pub struct Outbox {
     queue: Mutex<VecDeque<Bytes>>,
     bytes: AtomicUsize,
     soft_since: Mutex<Option<Instant>>,
+    /// Wakes the connection waiting for input: a message queued here, and also a kill and shutdown
+    /// ([`ClientInfo::kill`], `Shared::request_shutdown`), so an idle connection waits on one Notify, not three.
     pub notify: Notify,
 }
 
@@ -159,6 +161,7 @@ impl ClientInfo {
     pub fn kill(&self) {
         self.killed.store(true, Ordering::Release);
         self.kill_notify.notify_one();
+        self.outbox.notify.notify_one();
     }
 
     pub fn is_killed(&self) -> bool {

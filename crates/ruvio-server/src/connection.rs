@@ -173,7 +173,7 @@ impl Connection {
     }
 
     async fn serve(&mut self) -> std::io::Result<()> {
-        let mut shutdown = self.shared.shutdown.subscribe();
+        let shutdown = self.shared.shutdown.subscribe();
         let info = self.state.info.clone();
         loop {
             if let Step::Close = self.process_input().await? {
@@ -197,9 +197,10 @@ impl Connection {
             if self.inbuf.capacity() - self.inbuf.len() < READ_CHUNK / 4 {
                 self.inbuf.reserve(READ_CHUNK);
             }
-            // Read first: when input is already there the other branches are never polled, so they register
-            // no waiter to take down again (each is a lock on its Notify). None of them can starve: the loop
-            // checks for a kill, the outbox and shutdown every time round.
+            // Read first: when input is already there the other branch is never polled, so it registers no
+            // waiter to take down again (a lock on its Notify). A kill and shutdown wake the outbox's Notify too:
+            // one waiter per idle wait, not three. Nothing can starve: the loop checks for a kill, the outbox and
+            // shutdown every time round.
             tokio::select! {
                 biased;
                 read = self.stream.read_buf(&mut self.inbuf) => {
@@ -210,8 +211,6 @@ impl Connection {
                     Stats::add(&self.shared.stats.net_input_bytes, n as u64);
                 }
                 _ = info.outbox.notify.notified() => {}
-                _ = info.kill_notify.notified() => {}
-                _ = shutdown.changed() => {}
                 _ = tokio::time::sleep(idle.unwrap_or(Duration::from_secs(3600))), if idle.is_some() => {
                     tracing::debug!(client = self.state.id(), "closing idle client");
                     return Ok(());

@@ -253,6 +253,11 @@ impl Shared {
 
     pub fn request_shutdown(&self) {
         self.shutdown.send_replace(true);
+        // Client connections waiting for input wait on their outbox's Notify only (see `Outbox::notify`); one
+        // admitted after this sees the flag before it waits.
+        for info in self.clients.lock().values() {
+            info.outbox.notify.notify_one();
+        }
         self.scripts.stop_for_shutdown();
     }
 
