@@ -393,10 +393,19 @@ impl Connection {
                 !again
             });
             store.dbs[self.state.db].prefetch(keys.map(|k| &k[..]));
-            // Hash and set commands (H..., S...) name a field or member next: fetch those in a large hash or set
-            // the same way (a key holding something else, SET's string for one, is skipped).
-            let members = batch.pending().take(BATCH_UNDER_LOCK).filter(|a| a.len() >= 3 && a[0].first().is_some_and(|c| matches!(c | 0x20, b'h' | b's')));
-            store.dbs[self.state.db].prefetch_members(members.map(|a| (&a[1][..], &a[2][..])));
+            // Hash, set and sorted-set commands (H..., S..., Z...) name a field or member next (ZADD and ZINCRBY
+            // after a score): fetch those in a large value the same way. Only a hint: a key holding something else
+            // (SET's string) is skipped, and a guess that is not a member (ZADD with options) costs a lookup.
+            let members = batch.pending().take(BATCH_UNDER_LOCK).filter_map(|a| {
+                let member = match a[0].first().map(|c| c | 0x20) {
+                    Some(b'h' | b's') => 2,
+                    Some(b'z') if commands::eq_ic(&a[0], "zadd") || commands::eq_ic(&a[0], "zincrby") => 3,
+                    Some(b'z') => 2,
+                    _ => return None,
+                };
+                Some((&a.get(1)?[..], &a.get(member)?[..]))
+            });
+            store.dbs[self.state.db].prefetch_members(members);
         }
         while !batch.is_empty() {
             batch.next += 1;

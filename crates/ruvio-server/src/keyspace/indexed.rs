@@ -36,12 +36,13 @@ impl Keyed for (CompactBytes, CompactBytes) {
     }
 }
 
+/// The hasher of the member indexes (these tables', and the sorted sets'): one per process, random.
 fn hasher() -> &'static ahash::RandomState {
     static H: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
     H.get_or_init(ahash::RandomState::new)
 }
 
-fn hash_of(b: &[u8]) -> u64 {
+pub(super) fn hash_of(b: &[u8]) -> u64 {
     hasher().hash_one(b)
 }
 

@@ -442,14 +442,16 @@ impl Db {
         }
     }
 
-    /// A batch's member lookups in large hashes and sets (HGET key field, SADD key member, ...): each is a chain
-    /// of cache misses, so all of them are started before any runs, in two stages as in [`Db::prefetch`]. `pairs`
-    /// gives (key, field or member); a key that is not a large hash or set is skipped.
+    /// A batch's member lookups in large hashes, sets and sorted sets (HGET key field, SADD key member, ZADD key
+    /// score member, ...): each is a chain of cache misses, so all of them are started before any runs, in two
+    /// stages as in [`Db::prefetch`]. `pairs` gives (key, field or member); a key that holds anything else (or a
+    /// small value, scanned in place) is skipped.
     pub fn prefetch_members<'k>(&self, pairs: impl Iterator<Item = (&'k [u8], &'k [u8])>) {
         const MAX: usize = 128;
         enum Found<'a> {
             Hash(&'a HashValue, u32),
             Set(&'a SetValue, u32),
+            ZSet(&'a ZSetValue, u32),
         }
         let mut found: Vec<Found> = Vec::new();
         let mut last: Option<(&[u8], Option<&Data>)> = None;
@@ -466,6 +468,7 @@ impl Db {
             match data {
                 Some(Data::Hash(h)) => found.extend(h.prefetch_slot(member).map(|i| Found::Hash(h, i))),
                 Some(Data::Set(s)) => found.extend(s.prefetch_slot(member).map(|i| Found::Set(s, i))),
+                Some(Data::ZSet(z)) => found.extend(z.prefetch_slot(member).map(|i| Found::ZSet(z, i))),
                 _ => {}
             }
         }
@@ -473,6 +476,7 @@ impl Db {
             match f {
                 Found::Hash(h, i) => h.prefetch_field_bytes(i),
                 Found::Set(s, i) => s.prefetch_member_bytes(i),
+                Found::ZSet(z, i) => z.prefetch_member_bytes(i),
             }
         }
     }
@@ -836,6 +840,35 @@ mod tests {
 
     fn s(v: &str) -> Entry {
         Entry::new(Data::Str(CompactBytes::new(v.as_bytes())))
+    }
+
+    #[test]
+    fn member_prefetch_of_sets_and_sorted_sets_is_only_a_hint() {
+        let (set_limits, zset_limits) = (set::Limits::default(), zset::Limits::default());
+        let mut big_set = SetValue::new();
+        let mut big_zset = ZSetValue::new();
+        for i in 0..1000 {
+            let m = format!("a member name longer than inline {i}");
+            big_set.insert(m.as_bytes(), &set_limits);
+            big_zset.insert(m.as_bytes(), i as f64, &zset_limits);
+        }
+        let mut small_zset = ZSetValue::new();
+        small_zset.insert(b"m", 1.0, &zset_limits);
+        let mut db = Db::new();
+        db.insert(b"set", Entry::new(Data::Set(Box::new(big_set))));
+        db.insert(b"zset", Entry::new(Data::ZSet(big_zset)));
+        db.insert(b"small", Entry::new(Data::ZSet(small_zset)));
+        db.insert(b"str", s("x"));
+        let names: Vec<String> = (0..300).map(|i| format!("a member name longer than inline {}", i * 7)).collect();
+        let pairs = names.iter().flat_map(|n| [(&b"set"[..], n.as_bytes()), (&b"zset"[..], n.as_bytes())]);
+        db.prefetch_members(pairs.chain([(&b"small"[..], &b"m"[..]), (&b"str"[..], &b"m"[..]), (&b"none"[..], &b"m"[..])]));
+        let Some(Entry { data: Data::Set(set), .. }) = db.peek(b"set") else { panic!() };
+        assert_eq!(set.len(), 1000);
+        assert!(set.contains(b"a member name longer than inline 994"));
+        assert!(!set.contains(b"a member name longer than inline 1001"));
+        let Some(Entry { data: Data::ZSet(z), .. }) = db.peek(b"zset") else { panic!() };
+        assert_eq!(z.score(b"a member name longer than inline 994"), Some(994.0));
+        assert_eq!(db.len(), 4);
     }
 
     #[test]

@@ -27,6 +27,7 @@ use std::cmp::Ordering;
 use hashbrown::HashTable;
 
 use super::packed::{put_str, read_str, str_len, PackedOr, View, MAX_PACKED};
+use super::indexed::hash_of;
 use super::CompactBytes;
 
 /// A score in the tree's order. NaN never gets in (every command refuses it), so the partial order is total;
@@ -91,15 +92,6 @@ fn priority(id: u32) -> u64 {
     x ^ (x >> 31)
 }
 
-fn hasher() -> &'static ahash::RandomState {
-    static H: std::sync::OnceLock<ahash::RandomState> = std::sync::OnceLock::new();
-    H.get_or_init(ahash::RandomState::new)
-}
-
-fn hash_of(b: &[u8]) -> u64 {
-    hasher().hash_one(b)
-}
-
 #[derive(Debug, Clone)]
 struct Tree {
     nodes: Vec<Node>,
@@ -128,6 +120,23 @@ impl Tree {
     fn find(&self, member: &[u8]) -> Option<u32> {
         let nodes = &self.nodes;
         self.index.find(hash_of(member), |&i| &*nodes[i as usize].member == member).copied()
+    }
+
+    /// First stage of a batch prefetch (`Db::prefetch_members`): the node `member` may be at (the tag match is
+    /// taken without comparing: only a hint), on its way to the cache.
+    fn prefetch_slot(&self, member: &[u8]) -> Option<u32> {
+        let &i = self.index.find(hash_of(member), |_| true)?;
+        if let Some(node) = self.nodes.get(i as usize) {
+            super::prefetch(node as *const Node as *const u8);
+        }
+        Some(i)
+    }
+
+    /// Second stage: start loading the bytes of node `i`'s member.
+    fn prefetch_member_bytes(&self, i: u32) {
+        if let Some(p) = self.nodes.get(i as usize).and_then(|n| n.member.heap_ptr()) {
+            super::prefetch(p);
+        }
     }
 
     /// How node `a` orders against node `b` (by number: no member is copied to compare).
@@ -639,6 +648,19 @@ impl ZSetValue {
         match self.inner.view() {
             View::Pack { buf, .. } => pack_find(buf, member).map(|f| f.score),
             View::Big(t) => t.find(member).map(|id| t.nodes[id as usize].score),
+        }
+    }
+    /// First stage of a batch prefetch (see `Db::prefetch_members`); nothing for a packed set.
+    pub(super) fn prefetch_slot(&self, member: &[u8]) -> Option<u32> {
+        match self.inner.view() {
+            View::Big(t) => t.prefetch_slot(member),
+            View::Pack { .. } => None,
+        }
+    }
+    /// Second stage: start loading the bytes of the member at node `i`.
+    pub(super) fn prefetch_member_bytes(&self, i: u32) {
+        if let View::Big(t) = self.inner.view() {
+            t.prefetch_member_bytes(i);
         }
     }
     /// True in the packed (`listpack`) layout.
