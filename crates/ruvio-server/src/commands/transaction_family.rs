@@ -101,6 +101,8 @@ fn exec(ctx: &mut Ctx) -> Value {
     // The user's ACL rules may have changed since the commands were queued: each is checked again as it runs
     // (Redis 7.0), and refused with its own error in the reply array while the others run.
     let user = if ctx.caller == Caller::Client { ctx.client.user.clone() } else { None };
+    // Each command's end is the next one's start: one clock read per queued command.
+    let mut clock = std::time::Instant::now();
     for (args, resolved) in queue.iter().zip(resolved) {
         let reply = match resolved {
             Ok(resolved) => match user.as_ref().and_then(|u| ctx.client.perms_cache.check(u, &resolved, args).err().map(|d| (u, d))) {
@@ -112,11 +114,12 @@ fn exec(ctx: &mut Ctx) -> Value {
                 None => {
                     // Each queued command counts in INFO commandstats when it runs here, as in Redis (queueing
                     // did not count it); a replayed log's EXEC does not.
-                    let started = std::time::Instant::now();
                     let mut sub = ctx.nested(args, resolved.spec);
                     let reply = super::call(&mut sub);
                     if ctx.caller == Caller::Client {
-                        ctx.shared.metrics.record(resolved.spec, started.elapsed(), Outcome::Ran { failed: reply.is_error() });
+                        let ended = std::time::Instant::now();
+                        ctx.shared.metrics.record(resolved.spec, ended.saturating_duration_since(clock), Outcome::Ran { failed: reply.is_error() });
+                        clock = ended;
                     }
                     reply
                 }
