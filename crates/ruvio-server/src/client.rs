@@ -15,6 +15,38 @@ use crate::commands::CommandSpec;
 use crate::config::OutputLimit;
 use crate::keyspace::{CompactBytes, WatchFlag};
 
+/// The commands queued since MULTI, in order: their arguments back to back in one vector, as a connection's batch
+/// keeps them (a vector per queued command was an allocation per command of every transaction).
+#[derive(Default)]
+pub struct Queued {
+    args: Vec<Bytes>,
+    ends: Vec<usize>,
+}
+
+impl Queued {
+    pub fn push(&mut self, args: &[Bytes]) {
+        self.args.extend_from_slice(args);
+        self.ends.push(self.args.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Each queued command's arguments.
+    pub fn iter(&self) -> impl Iterator<Item = &[Bytes]> + '_ {
+        self.ends.iter().scan(0, |start, &end| {
+            let args = &self.args[*start..end];
+            *start = end;
+            Some(args)
+        })
+    }
+}
+
 /// Messages pushed to a client by others (pub/sub), bounded by `client-output-buffer-limit`.
 #[derive(Default)]
 pub struct Outbox {
@@ -268,7 +300,7 @@ pub struct ClientState {
     /// `user`'s rules as the ACL gate last read them (refreshed when they change).
     pub perms_cache: crate::acl::PermsCache,
     /// Commands queued since MULTI.
-    pub multi: Option<Vec<Vec<Bytes>>>,
+    pub multi: Option<Queued>,
     /// A command failed to queue: EXEC will answer EXECABORT.
     pub multi_error: bool,
     pub watch_flag: Arc<WatchFlag>,

@@ -36,7 +36,7 @@ fn multi(ctx: &mut Ctx) -> Value {
     if ctx.client.multi.is_some() {
         return Value::error(ERR_NESTED_MULTI);
     }
-    ctx.client.multi = Some(Vec::new());
+    ctx.client.multi = Some(Default::default());
     ctx.client.multi_error = false;
     ctx.client.info.in_multi.store(true, Ordering::Relaxed);
     Value::ok()
