@@ -57,18 +57,24 @@ def _load(port: int, payload: bytes, replies: int, last_reply: bytes | None = No
         assert last == expected, got[-200:]
 
 
-def test_a_1m_element_list_loaded_in_large_rpushes_takes_no_more_rss_than_redis(server_factory):
-    # Persistence off, as in bench/collections.sh: the write log's buffers are not what this measures.
-    srv = server_factory("--appendonly", "no")
+def _rss_growth_per_element(srv, command: str, key: str, last_reply: bytes | None = None) -> float:
+    """Loads 1M elements "value:000000".. into `key` with COMMANDS `command`s of ELEMENTS_PER_COMMAND each, as
+    bench/collections.sh does; the server's RSS growth per element."""
     payload = b"".join(
-        encode("RPUSH", "biglist", *[b"value:%06d" % i for i in range(c * ELEMENTS_PER_COMMAND, (c + 1) * ELEMENTS_PER_COMMAND)])
+        encode(command, key, *[b"value:%06d" % i for i in range(c * ELEMENTS_PER_COMMAND, (c + 1) * ELEMENTS_PER_COMMAND)])
         for c in range(COMMANDS)
     )
     time.sleep(0.2)
     before = rss_kib(srv.pid)
-    _load(srv.port, payload, COMMANDS)
+    _load(srv.port, payload, COMMANDS, last_reply)
     time.sleep(0.2)
-    per_element = (rss_kib(srv.pid) - before) * 1024 / (COMMANDS * ELEMENTS_PER_COMMAND)
+    return (rss_kib(srv.pid) - before) * 1024 / (COMMANDS * ELEMENTS_PER_COMMAND)
+
+
+def test_a_1m_element_list_loaded_in_large_rpushes_takes_no_more_rss_than_redis(server_factory):
+    # Persistence off, as in bench/collections.sh: the write log's buffers are not what this measures.
+    srv = server_factory("--appendonly", "no")
+    per_element = _rss_growth_per_element(srv, "RPUSH", "biglist")
     with srv.raw() as c:
         assert c.call("LLEN", "biglist") == COMMANDS * ELEMENTS_PER_COMMAND
         assert c.call("LINDEX", "biglist", "-1") == b"value:%06d" % (COMMANDS * ELEMENTS_PER_COMMAND - 1)
@@ -85,15 +91,7 @@ MAX_SET_BYTES_PER_MEMBER = 33
 
 def test_a_1m_member_set_takes_its_indexed_layout_in_rss(server_factory):
     srv = server_factory("--appendonly", "no")
-    payload = b"".join(
-        encode("SADD", "bigset", *[b"value:%06d" % i for i in range(c * ELEMENTS_PER_COMMAND, (c + 1) * ELEMENTS_PER_COMMAND)])
-        for c in range(COMMANDS)
-    )
-    time.sleep(0.2)
-    before = rss_kib(srv.pid)
-    _load(srv.port, payload, COMMANDS, b":%d" % ELEMENTS_PER_COMMAND)
-    time.sleep(0.2)
-    per_member = (rss_kib(srv.pid) - before) * 1024 / (COMMANDS * ELEMENTS_PER_COMMAND)
+    per_member = _rss_growth_per_element(srv, "SADD", "bigset", b":%d" % ELEMENTS_PER_COMMAND)
     with srv.raw() as c:
         assert c.call("SCARD", "bigset") == COMMANDS * ELEMENTS_PER_COMMAND
         assert c.call("SMISMEMBER", "bigset", "value:000000", "value:999999", "value:1000000") == [1, 1, 0]
