@@ -74,10 +74,14 @@ impl Default for Limits {
 
 const NIL: u32 = u32::MAX;
 
+/// What a walk down the tree reads at each level: the score (members are compared only on a tie) and the links.
+/// Members live apart, in `Tree::members`, so a node is 32 bytes, two to a cache line and never across two:
+/// ZADD at 100k members spent half its time in the walk's cache misses, each node costing one or two lines
+/// when its member sat beside it (docs/benchmarks.md, "Sorted-set nodes apart from their members").
 #[derive(Debug, Clone)]
+#[repr(C, align(32))]
 struct Node {
     score: f64,
-    member: CompactBytes,
     left: u32,
     right: u32,
     /// Nodes in this subtree, this one included; 0 marks a free node (whose `left` links the free list).
@@ -95,6 +99,8 @@ fn priority(id: u32) -> u64 {
 #[derive(Debug, Clone)]
 struct Tree {
     nodes: Vec<Node>,
+    /// Node `i`'s member is `members[i]` (empty for a free node).
+    members: Vec<CompactBytes>,
     root: u32,
     free: u32,
     len: usize,
@@ -104,7 +110,7 @@ struct Tree {
 
 impl Tree {
     fn new() -> Self {
-        Tree { nodes: Vec::new(), root: NIL, free: NIL, len: 0, index: HashTable::new() }
+        Tree { nodes: Vec::new(), members: Vec::new(), root: NIL, free: NIL, len: 0, index: HashTable::new() }
     }
 
     fn size(&self, t: u32) -> usize {
@@ -118,15 +124,16 @@ impl Tree {
     }
 
     fn find(&self, member: &[u8]) -> Option<u32> {
-        let nodes = &self.nodes;
-        self.index.find(hash_of(member), |&i| &*nodes[i as usize].member == member).copied()
+        let members = &self.members;
+        self.index.find(hash_of(member), |&i| &*members[i as usize] == member).copied()
     }
 
     /// First stage of a batch prefetch (`Db::prefetch_members`): the node `member` may be at (the tag match is
-    /// taken without comparing: only a hint), on its way to the cache.
+    /// taken without comparing: only a hint), its member and its node on their way to the cache.
     fn prefetch_slot(&self, member: &[u8]) -> Option<u32> {
         let &i = self.index.find(hash_of(member), |_| true)?;
-        if let Some(node) = self.nodes.get(i as usize) {
+        if let (Some(m), Some(node)) = (self.members.get(i as usize), self.nodes.get(i as usize)) {
+            super::prefetch(m as *const CompactBytes as *const u8);
             super::prefetch(node as *const Node as *const u8);
         }
         Some(i)
@@ -134,15 +141,20 @@ impl Tree {
 
     /// Second stage: start loading the bytes of node `i`'s member.
     fn prefetch_member_bytes(&self, i: u32) {
-        if let Some(p) = self.nodes.get(i as usize).and_then(|n| n.member.heap_ptr()) {
+        if let Some(p) = self.members.get(i as usize).and_then(|m| m.heap_ptr()) {
             super::prefetch(p);
         }
     }
 
+    fn member(&self, id: u32) -> &[u8] {
+        &self.members[id as usize]
+    }
+
     /// How node `a` orders against node `b` (by number: no member is copied to compare).
     fn cmp_ids(&self, a: u32, b: u32) -> Ordering {
-        let (x, y) = (&self.nodes[a as usize], &self.nodes[b as usize]);
-        order(x.score, &x.member, y.score, &y.member)
+        let (x, y) = (self.nodes[a as usize].score, self.nodes[b as usize].score);
+        // Only a tie reads the members (another line each).
+        Score(x).cmp(&Score(y)).then_with(|| self.member(a).cmp(self.member(b)))
     }
 
     /// Splits subtree `t` into the nodes ordered before node `id` and the rest.
@@ -269,19 +281,21 @@ impl Tree {
 
     /// Adds a member not in the set.
     fn insert_new(&mut self, member: &[u8], score: f64) {
-        let node = Node { score, member: CompactBytes::new(member), left: NIL, right: NIL, size: 1 };
+        let node = Node { score, left: NIL, right: NIL, size: 1 };
         let id = if self.free != NIL {
             let id = self.free;
             self.free = self.nodes[id as usize].left;
             self.nodes[id as usize] = node;
+            self.members[id as usize] = CompactBytes::new(member);
             id
         } else {
             let id = u32::try_from(self.nodes.len()).ok().filter(|&i| i != NIL).expect("a sorted set holds fewer than 2^32 - 1 members");
             self.nodes.push(node);
+            self.members.push(CompactBytes::new(member));
             id
         };
-        let nodes = &self.nodes;
-        self.index.insert_unique(hash_of(member), id, |&j| hash_of(&nodes[j as usize].member));
+        let members = &self.members;
+        self.index.insert_unique(hash_of(member), id, |&j| hash_of(&members[j as usize]));
         self.attach(id);
         self.len += 1;
     }
@@ -306,11 +320,10 @@ impl Tree {
 
     /// Drops a detached node from the index and puts it on the free list.
     fn free_node(&mut self, id: u32) -> (CompactBytes, f64) {
-        let nodes = &self.nodes;
-        let member_hash = hash_of(&nodes[id as usize].member);
+        let member_hash = hash_of(self.member(id));
         self.index.find_entry(member_hash, |&j| j == id).expect("every node is indexed").remove();
+        let member = std::mem::replace(&mut self.members[id as usize], CompactBytes::new(b""));
         let n = &mut self.nodes[id as usize];
-        let member = std::mem::replace(&mut n.member, CompactBytes::new(b""));
         let score = n.score;
         n.size = 0;
         n.left = self.free;
@@ -327,8 +340,9 @@ impl Tree {
     fn compact(&mut self) {
         let old = std::mem::replace(self, Tree::new());
         self.nodes.reserve_exact(old.len * 2);
-        for n in old.nodes.into_iter().filter(|n| n.size > 0) {
-            self.insert_new(&n.member, n.score);
+        self.members.reserve_exact(old.len * 2);
+        for (n, m) in old.nodes.iter().zip(&old.members).filter(|(n, _)| n.size > 0) {
+            self.insert_new(m, n.score);
         }
     }
 
@@ -338,7 +352,7 @@ impl Tree {
         let (mut t, mut r) = (self.root, 0);
         while t != NIL {
             let n = &self.nodes[t as usize];
-            if before(n.score, &n.member) {
+            if before(n.score, self.member(t)) {
                 r += self.size(n.left) + 1;
                 t = n.right;
             } else {
@@ -397,8 +411,9 @@ impl Tree {
 
     fn heap_size(&self) -> usize {
         self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.members.capacity() * std::mem::size_of::<CompactBytes>()
             + self.index.allocation_size()
-            + self.nodes.iter().filter(|n| n.size > 0).map(|n| n.member.heap_size()).sum::<usize>()
+            + self.members.iter().map(|m| m.heap_size()).sum::<usize>()
     }
 }
 
@@ -599,7 +614,7 @@ impl<'a> Iterator for Iter<'a> {
                     let c = &tree.nodes[t as usize];
                     t = if *forward { c.left } else { c.right };
                 }
-                Some((n.member.as_slice(), n.score))
+                Some((tree.member(id), n.score))
             }
         }
     }
@@ -698,6 +713,7 @@ impl ZSetValue {
         let View::Pack { buf, count } = self.inner.view() else { return };
         let mut t = Tree::new();
         t.nodes.reserve(count + 1);
+        t.members.reserve(count + 1);
         for (m, s) in (PackIter { buf, pos: 0 }) {
             t.insert_new(m, s);
         }
@@ -858,8 +874,8 @@ impl ZSetValue {
         match self.inner.view() {
             View::Pack { .. } => self.iter_from(i).next(),
             View::Big(t) if i < t.len => {
-                let n = &t.nodes[t.select(i) as usize];
-                Some((n.member.as_slice(), n.score))
+                let id = t.select(i);
+                Some((t.member(id), t.nodes[id as usize].score))
             }
             View::Big(_) => None,
         }
@@ -878,7 +894,7 @@ impl ZSetValue {
     pub fn slot(&self, i: usize) -> Option<(&[u8], f64)> {
         match self.inner.view() {
             View::Pack { .. } => self.nth(i),
-            View::Big(t) => t.nodes.get(i).filter(|n| n.size > 0).map(|n| (n.member.as_slice(), n.score)),
+            View::Big(t) => t.nodes.get(i).filter(|n| n.size > 0).map(|n| (t.member(i as u32), n.score)),
         }
     }
 
@@ -1128,6 +1144,13 @@ mod tests {
         assert_eq!(z.iter().map(|(m, _)| m.to_vec()).collect::<Vec<_>>(), want);
         assert_eq!(z.rank(b"member-number-0503"), Some(50));
         assert_eq!((0..z.slots()).filter(|&i| z.slot(i).is_some()).count(), 100);
+    }
+
+    #[test]
+    fn tree_nodes_fill_half_a_cache_line_each() {
+        // What ZADD's walk down the tree reads per level; its member is elsewhere (see `Node`).
+        assert_eq!(std::mem::size_of::<Node>(), 32);
+        assert_eq!(std::mem::align_of::<Node>(), 32);
     }
 
     #[test]
