@@ -55,6 +55,8 @@ pub struct Connection {
     batch_clock: Option<Instant>,
     /// Commands of the current run, added to INFO's total_commands_processed when it ends.
     commands_run: u64,
+    /// The last load window of its worker this connection was counted in (`workers::note_connection_ran`).
+    counted_in_window: u64,
 }
 
 /// Parsed commands waiting to run, in order: their arguments back to back in one vector (no vector per command),
@@ -148,6 +150,7 @@ impl Connection {
             batch: Batch::default(),
             batch_clock: None,
             commands_run: 0,
+            counted_in_window: 0,
         }
     }
 
@@ -352,6 +355,7 @@ impl Connection {
     /// Runs commands from the front of `batch` under one lock acquisition until the batch is done, a command
     /// blocks, the connection must close, or enough ran for the lock to be released for others.
     fn run_some(&mut self, batch: &mut Batch) -> (Step, Option<Block>) {
+        crate::workers::note_connection_ran(&mut self.counted_in_window, batch.len());
         // The first command reads the clock afresh: time has passed since the last run (I/O, a wait).
         self.batch_clock = None;
         let shared = self.shared.clone();

@@ -9,6 +9,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
 use tokio::runtime::Handle;
 
 use crate::shared::Shared;
@@ -34,11 +37,21 @@ impl Workers {
             let (tx, rx) = std::sync::mpsc::channel();
             let shared = shared.clone();
             let thread = std::thread::Builder::new().name(format!("ruvio-io-{i}")).stack_size(SCRIPT_STACK_SIZE).spawn(move || {
+                crate::os::precise_sleeps();
                 let at_park = shared.clone();
                 let built = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .thread_stack_size(SCRIPT_STACK_SIZE)
-                    .on_thread_park(move || at_park.aof.before_park(&at_park))
+                    .on_thread_park(move || {
+                        // Decided before the group commit takes its flag down: a commit has replies waiting.
+                        let pause = COALESCING.with_borrow_mut(|c| c.at_park(Instant::now(), at_park.aof.group_commit_pending()));
+                        at_park.aof.before_park(&at_park);
+                        if let Some(pause) = pause {
+                            std::thread::sleep(pause);
+                        }
+                        COALESCING.with_borrow_mut(|c| c.waiting_from(Instant::now()));
+                    })
+                    .on_thread_unpark(|| COALESCING.with_borrow_mut(|c| c.at_unpark(Instant::now())))
                     .build();
                 let rt = match built {
                     Ok(rt) => rt,
@@ -78,5 +91,194 @@ impl Workers {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+// ----- pausing before an idle wait under load -----
+//
+// With many clients and a worker that is fast enough to go idle between their requests, each request that arrives
+// while the worker sleeps in epoll_wait makes the client's send pay for waking it (on this 2-core VM a few
+// microseconds of the client's CPU), and the worker wakes for that one connection, serves it, and sleeps again:
+// about one epoll_wait and one sleep per request batch, against Redis's one per five to fifteen (measured in
+// docs/benchmarks.md, "How often the worker sleeps"). The client, slowed by the wake-ups, sends less; the worker
+// goes idle sooner; the pattern holds. Pausing briefly before the wait, when the worker is serving many clients and
+// its last wait was short, lets the requests that arrive meanwhile be read in one round, and nobody pays to wake
+// the worker. Only pipelining clients see a pause (a few microseconds on a round trip that carries several
+// commands each); a lone client, a few clients, clients that send one command at a time (lock traffic: with 10
+// such clients a pause cost 15% of their throughput), a round whose replies wait for the log and a worker busy
+// nearly all the time (which has no idle time to give) never pause.
+
+/// How long a loaded worker pauses before it waits for its sockets.
+const PAUSE: Duration = Duration::from_micros(20);
+/// How many of a worker's connections must have run commands in the current or last window for it to pause.
+const LOADED_CONNECTIONS: u32 = 8;
+const ACTIVE_WINDOW: Duration = Duration::from_millis(1);
+/// A wait shorter than this found requests already there: the worker was not idle.
+const WAIT_FOUND_WORK: Duration = Duration::from_micros(3);
+/// A wait longer than this means the clients leave the worker idle for long: pausing would only add latency.
+const WAIT_LONG: Duration = Duration::from_micros(500);
+/// Commands per read the connections must have averaged in the current or last window (pipelining).
+const PIPELINED: u32 = 4;
+/// A worker busy for more than this share of the last window does not pause: it has no idle time to give.
+const BUSY_AT_MOST: f64 = 0.9;
+/// Of this many parks in a row, the last one does not pause, so its wait shows whether the worker still goes idle
+/// (a saturated worker's wait returns at once, and pausing stops).
+const PROBE_EVERY: u32 = 16;
+
+thread_local! {
+    static COALESCING: RefCell<Coalescing> = RefCell::new(Coalescing::default());
+}
+
+/// One worker's view of its load, updated at each park and unpark of its runtime.
+#[derive(Debug, Default)]
+struct Coalescing {
+    /// The last wait that was not preceded by a pause was short but not instant: the worker idles between requests.
+    idles_briefly: bool,
+    /// The wait in progress follows a pause (it returns at once and says nothing about the load).
+    paused: bool,
+    pauses_in_a_row: u32,
+    waiting_since: Option<Instant>,
+    window_started: Option<Instant>,
+    /// Counts windows, so a connection counts itself once per window (`note_connection_ran`).
+    window: u64,
+    active: u32,
+    active_before: u32,
+    /// Reads run and the commands they carried, this window and the last.
+    batches: u32,
+    commands: u32,
+    pipelined_before: bool,
+    /// When the runtime last woke, and how long it has run in this window.
+    running_since: Option<Instant>,
+    busy: Duration,
+    /// The share of the last window the worker ran.
+    busy_before: f64,
+}
+
+impl Coalescing {
+    /// At a park: how long to pause before waiting, if at all.
+    fn at_park(&mut self, now: Instant, commit_pending: bool) -> Option<Duration> {
+        if let Some(since) = self.running_since.take() {
+            self.busy += now.duration_since(since);
+        }
+        match self.window_started {
+            Some(t) if now.duration_since(t) <= ACTIVE_WINDOW => {}
+            started => {
+                let length = started.map_or(Duration::ZERO, |t| now.duration_since(t));
+                self.busy_before = if length.is_zero() { 1.0 } else { std::mem::take(&mut self.busy).as_secs_f64() / length.as_secs_f64() };
+                self.busy = Duration::ZERO;
+                self.window += 1;
+                self.window_started = Some(now);
+                self.active_before = std::mem::take(&mut self.active);
+                let (batches, commands) = (std::mem::take(&mut self.batches), std::mem::take(&mut self.commands));
+                self.pipelined_before = batches > 0 && commands >= PIPELINED * batches;
+            }
+        }
+        let pipelined = self.pipelined_before || (self.batches > 0 && self.commands >= PIPELINED * self.batches);
+        let loaded = self.active.max(self.active_before) >= LOADED_CONNECTIONS && pipelined && self.busy_before <= BUSY_AT_MOST;
+        let probe = self.pauses_in_a_row + 1 >= PROBE_EVERY;
+        self.paused = loaded && self.idles_briefly && !probe && !commit_pending;
+        self.pauses_in_a_row = if self.paused { self.pauses_in_a_row + 1 } else { 0 };
+        self.paused.then_some(PAUSE)
+    }
+
+    /// The runtime is about to wait for its sockets.
+    fn waiting_from(&mut self, now: Instant) {
+        self.waiting_since = Some(now);
+    }
+
+    /// The wait ended: judge from it, unless a pause came first.
+    fn at_unpark(&mut self, now: Instant) {
+        self.running_since = Some(now);
+        if let (false, Some(since)) = (self.paused, self.waiting_since) {
+            let waited = now.duration_since(since);
+            self.idles_briefly = (WAIT_FOUND_WORK..=WAIT_LONG).contains(&waited);
+        }
+    }
+
+    fn connection_ran(&mut self, seen: &mut u64, commands: usize) {
+        self.batches = self.batches.saturating_add(1);
+        self.commands = self.commands.saturating_add(commands.min(u32::MAX as usize) as u32);
+        if *seen != self.window {
+            *seen = self.window;
+            self.active += 1;
+        }
+    }
+}
+
+/// A connection runs `commands` it read on this worker; `seen` is the connection's own record of the last window it
+/// was counted in.
+pub(crate) fn note_connection_ran(seen: &mut u64, commands: usize) {
+    COALESCING.with_borrow_mut(|c| c.connection_ran(seen, commands));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs one park/unpark cycle, 50 us after the last: the first `conns` of 50 connections ran 16 pipelined
+    /// commands each, then the wait lasted `waited`. Returns the pause chosen.
+    fn cycle(c: &mut Coalescing, t: &mut Instant, conns: usize, waited: Duration, commit_pending: bool) -> Option<Duration> {
+        cycle_of(c, t, conns, 16, waited, commit_pending)
+    }
+
+    fn cycle_of(c: &mut Coalescing, t: &mut Instant, conns: usize, commands: usize, waited: Duration, commit_pending: bool) -> Option<Duration> {
+        thread_local!(static SEEN: RefCell<Vec<u64>> = RefCell::new(vec![0; 50]));
+        SEEN.with_borrow_mut(|seen| seen[..conns].iter_mut().for_each(|s| c.connection_ran(s, commands)));
+        *t += Duration::from_micros(50);
+        let pause = c.at_park(*t, commit_pending);
+        *t += pause.unwrap_or_default();
+        c.waiting_from(*t);
+        *t += waited;
+        c.at_unpark(*t);
+        pause
+    }
+
+    #[test]
+    fn a_lone_client_or_a_few_never_wait_for_a_pause() {
+        let (mut c, mut t) = (Coalescing::default(), Instant::now());
+        for _ in 0..100 {
+            assert_eq!(cycle(&mut c, &mut t, 1, Duration::from_micros(30), false), None);
+        }
+        for _ in 0..100 {
+            assert_eq!(cycle(&mut c, &mut t, LOADED_CONNECTIONS as usize - 1, Duration::from_micros(30), false), None);
+        }
+    }
+
+    #[test]
+    fn many_clients_and_brief_idle_waits_pause_with_a_probe_every_so_often() {
+        let (mut c, mut t) = (Coalescing::default(), Instant::now());
+        // 50 us of work, then 20 us idle: once a window has been measured, the worker pauses.
+        let warm_up = (0..100).position(|_| cycle(&mut c, &mut t, 50, Duration::from_micros(20), false).is_some());
+        assert!(warm_up.is_some_and(|n| n > 1), "pauses after the first measured window, not before: {warm_up:?}");
+        // Now the waits after pauses return at once; the probe's wait (also instant here) shows a worker that
+        // finds work waiting, and the pauses stop.
+        let pauses: Vec<bool> = (0..2 * PROBE_EVERY).map(|_| cycle(&mut c, &mut t, 50, Duration::ZERO, false).is_some()).collect();
+        let run = pauses.iter().take_while(|p| **p).count();
+        assert!(run >= 1 && run < PROBE_EVERY as usize, "{pauses:?}");
+        assert!(pauses[run..].iter().all(|p| !p), "{pauses:?}");
+    }
+
+    #[test]
+    fn clients_sending_one_command_at_a_time_never_wait_for_a_pause() {
+        let (mut c, mut t) = (Coalescing::default(), Instant::now());
+        let pauses = (0..100).filter(|_| cycle_of(&mut c, &mut t, 50, 1, Duration::from_micros(20), false).is_some()).count();
+        assert_eq!(pauses, 0);
+    }
+
+    #[test]
+    fn a_worker_busy_nearly_all_the_time_does_not_pause() {
+        let (mut c, mut t) = (Coalescing::default(), Instant::now());
+        // 50 us of work, then waits of 3 us: busy 94% of the time.
+        let pauses = (0..100).filter(|_| cycle(&mut c, &mut t, 50, Duration::from_micros(3), false).is_some()).count();
+        assert_eq!(pauses, 0);
+    }
+
+    #[test]
+    fn long_waits_and_pending_group_commits_do_not_pause() {
+        let (mut c, mut t) = (Coalescing::default(), Instant::now());
+        cycle(&mut c, &mut t, 50, Duration::from_millis(2), false);
+        assert_eq!(cycle(&mut c, &mut t, 50, Duration::from_micros(20), false), None, "the last wait was long");
+        assert_eq!(cycle(&mut c, &mut t, 50, Duration::from_micros(20), true), None, "replies wait for the commit");
+        assert_eq!(cycle(&mut c, &mut t, 50, Duration::from_micros(20), false), Some(PAUSE));
     }
 }

@@ -262,6 +262,11 @@ impl Aof {
     /// so clients that never stop writing cannot hold a group back. (Polling without sleeping when a park
     /// hook leaves work is what tokio 1.54, the workspace's minimum, does; a tokio without it would run the empty
     /// task and come back here with nothing new, so the worker would just commit one park later.)
+    /// Whether the next [`Aof::before_park`] has records to commit (replies may be waiting for them).
+    pub fn group_commit_pending(&self) -> bool {
+        self.kick_pending.load(Ordering::Relaxed)
+    }
+
     pub fn before_park(&self, host: &impl Host) {
         thread_local! {
             /// `assigned` when this worker last came here, and how many extra polls it made since its last commit.
