@@ -92,7 +92,8 @@ fn a_fake_replica_that_acknowledges_more_than_it_was_sent_is_dropped_and_durable
     wait_log(&primary, "was sent on this link: dropped");
 
     // The real replica paused: a durable write must wait for it, and times out (the forged ack counts for nothing).
-    let sig = |n| unsafe { libc::kill(replica.child.id() as i32, n) };
+    // Waited for: a replica still running for a moment after the signal could acknowledge the write.
+    let sig = |n| common::signal(&replica, n);
     sig(libc::SIGSTOP);
     let r = c.cmd(&["SET", "while-paused", "1"]);
     assert!(err(&r).starts_with("NOTDURABLE") || err(&r).starts_with("NOREPLICAS"), "{r:?}");

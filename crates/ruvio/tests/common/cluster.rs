@@ -21,9 +21,10 @@ impl Proc {
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }
+    /// Waits for a SIGSTOP or SIGCONT to take effect (`signal_pid`): a replica paused without waiting could still
+    /// acknowledge the next write (seen in CI on a loaded machine: a durable LEASE granted "after" the pause).
     pub fn signal(&self, sig: i32) {
-        // SAFETY: signalling our own child by pid.
-        unsafe { libc::kill(self.pid(), sig) };
+        super::signal_pid(self.pid(), sig);
     }
     pub fn kill9(&mut self) {
         self.signal(libc::SIGKILL);

@@ -239,12 +239,20 @@ pub fn caught_up(primary: &Server, replica: &Server) {
 /// Sends SIGSTOP/SIGCONT and waits until the kernel reports the process stopped/running (signals are delivered
 /// asynchronously: a replica could otherwise still acknowledge a write "after" it was paused).
 pub fn signal(s: &Server, sig: i32) {
+    signal_pid(s.child.id() as i32, sig);
+}
+
+/// [`signal`] for a child known by its pid; other signals than SIGSTOP/SIGCONT are sent without waiting.
+pub fn signal_pid(pid: i32, sig: i32) {
     // SAFETY: signalling our own child by pid.
-    unsafe { libc::kill(s.child.id() as i32, sig) };
+    unsafe { libc::kill(pid, sig) };
+    if sig != libc::SIGSTOP && sig != libc::SIGCONT {
+        return;
+    }
     let stopped = sig == libc::SIGSTOP;
     let start = Instant::now();
     loop {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", s.child.id())).unwrap_or_default();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("").to_string();
         if (state == "T" || state == "t") == stopped {
             return;
