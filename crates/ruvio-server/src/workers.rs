@@ -6,10 +6,9 @@
 //! (`io-threads`), because every worker executes under the one store lock and more of them soon only contend.
 //! Work that must be shared (the store) sits behind that lock, held only for the short execution of commands.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use tokio::runtime::Handle;
@@ -118,7 +117,7 @@ const WAIT_FOUND_WORK: Duration = Duration::from_micros(3);
 /// A wait longer than this means the clients leave the worker idle for long: pausing would only add latency.
 const WAIT_LONG: Duration = Duration::from_micros(500);
 /// Commands per read the connections must have averaged in the current or last window (pipelining).
-const PIPELINED: u32 = 4;
+const PIPELINED: u64 = 4;
 /// A worker busy for more than this share of the last window does not pause: it has no idle time to give.
 const BUSY_AT_MOST: f64 = 0.9;
 /// Of this many parks in a row, the last one does not pause, so its wait shows whether the worker still goes idle
@@ -143,9 +142,9 @@ struct Coalescing {
     window: u64,
     active: u32,
     active_before: u32,
-    /// Reads run and the commands they carried, this window and the last.
-    batches: u32,
-    commands: u32,
+    /// Reads run and the commands they carried in this window (a saturated worker's window lasts until it parks).
+    batches: u64,
+    commands: u64,
     pipelined_before: bool,
     /// When the runtime last woke, and how long it has run in this window.
     running_since: Option<Instant>,
@@ -196,8 +195,8 @@ impl Coalescing {
     }
 
     fn connection_ran(&mut self, seen: &mut u64, commands: usize) {
-        self.batches = self.batches.saturating_add(1);
-        self.commands = self.commands.saturating_add(commands.min(u32::MAX as usize) as u32);
+        self.batches += 1;
+        self.commands += commands as u64;
         if *seen != self.window {
             *seen = self.window;
             self.active += 1;
