@@ -124,6 +124,11 @@ const BUSY_AT_MOST: f64 = 0.9;
 /// (a saturated worker's wait returns at once, and pausing stops).
 const PROBE_EVERY: u32 = 16;
 
+/// Whether `batches` reads averaged at least [`PIPELINED`] commands each.
+fn pipelined(batches: u64, commands: u64) -> bool {
+    batches > 0 && commands >= PIPELINED * batches
+}
+
 thread_local! {
     static COALESCING: RefCell<Coalescing> = RefCell::new(Coalescing::default());
 }
@@ -163,16 +168,15 @@ impl Coalescing {
             Some(t) if now.duration_since(t) <= ACTIVE_WINDOW => {}
             started => {
                 let length = started.map_or(Duration::ZERO, |t| now.duration_since(t));
-                self.busy_before = if length.is_zero() { 1.0 } else { std::mem::take(&mut self.busy).as_secs_f64() / length.as_secs_f64() };
-                self.busy = Duration::ZERO;
+                let busy = std::mem::take(&mut self.busy);
+                self.busy_before = if length.is_zero() { 1.0 } else { busy.as_secs_f64() / length.as_secs_f64() };
                 self.window += 1;
                 self.window_started = Some(now);
                 self.active_before = std::mem::take(&mut self.active);
-                let (batches, commands) = (std::mem::take(&mut self.batches), std::mem::take(&mut self.commands));
-                self.pipelined_before = batches > 0 && commands >= PIPELINED * batches;
+                self.pipelined_before = pipelined(std::mem::take(&mut self.batches), std::mem::take(&mut self.commands));
             }
         }
-        let pipelined = self.pipelined_before || (self.batches > 0 && self.commands >= PIPELINED * self.batches);
+        let pipelined = self.pipelined_before || pipelined(self.batches, self.commands);
         let loaded = self.active.max(self.active_before) >= LOADED_CONNECTIONS && pipelined && self.busy_before <= BUSY_AT_MOST;
         let probe = self.pauses_in_a_row + 1 >= PROBE_EVERY;
         self.paused = loaded && self.idles_briefly && !probe && !commit_pending;

@@ -248,6 +248,11 @@ impl Aof {
         self.wake.notify_one();
     }
 
+    /// Whether the next [`Aof::before_park`] has records to commit (replies may be waiting for them).
+    pub fn group_commit_pending(&self) -> bool {
+        self.kick_pending.load(Ordering::Relaxed)
+    }
+
     /// Called by each I/O worker when it has nothing left to run, just before it sleeps (Redis's `beforeSleep`):
     /// writes every record committed so far with one write and, under `appendfsync always`, one fsync, on this
     /// thread, and so wakes the connections waiting for them (under everysec/no they wait for the write alone). Waking a writer thread per commit instead would
@@ -262,11 +267,6 @@ impl Aof {
     /// so clients that never stop writing cannot hold a group back. (Polling without sleeping when a park
     /// hook leaves work is what tokio 1.54, the workspace's minimum, does; a tokio without it would run the empty
     /// task and come back here with nothing new, so the worker would just commit one park later.)
-    /// Whether the next [`Aof::before_park`] has records to commit (replies may be waiting for them).
-    pub fn group_commit_pending(&self) -> bool {
-        self.kick_pending.load(Ordering::Relaxed)
-    }
-
     pub fn before_park(&self, host: &impl Host) {
         thread_local! {
             /// `assigned` when this worker last came here, and how many extra polls it made since its last commit.
