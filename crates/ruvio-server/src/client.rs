@@ -33,6 +33,17 @@ impl Queued {
         self.ends.len()
     }
 
+    /// Empties the queue for reuse, keeping its vectors unless a large transaction grew them.
+    pub fn recycle(mut self) -> Queued {
+        const KEEP_ARGS: usize = 64;
+        if self.args.capacity() > KEEP_ARGS {
+            return Queued::default();
+        }
+        self.args.clear();
+        self.ends.clear();
+        self
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
@@ -301,6 +312,9 @@ pub struct ClientState {
     pub perms_cache: crate::acl::PermsCache,
     /// Commands queued since MULTI.
     pub multi: Option<Queued>,
+    /// The last EXEC's queue, emptied, for the next MULTI: a client that sends transactions over and over queues
+    /// into vectors already grown to its transactions' size.
+    pub spare_queue: Queued,
     /// A command failed to queue: EXEC will answer EXECABORT.
     pub multi_error: bool,
     pub watch_flag: Arc<WatchFlag>,
@@ -350,6 +364,7 @@ impl ClientState {
             user: None,
             perms_cache: Default::default(),
             multi: None,
+            spare_queue: Queued::default(),
             multi_error: false,
             watch_flag: Arc::new(WatchFlag::default()),
             watched: Vec::new(),

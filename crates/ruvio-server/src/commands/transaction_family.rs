@@ -36,7 +36,7 @@ fn multi(ctx: &mut Ctx) -> Value {
     if ctx.client.multi.is_some() {
         return Value::error(ERR_NESTED_MULTI);
     }
-    ctx.client.multi = Some(Default::default());
+    ctx.client.multi = Some(std::mem::take(&mut ctx.client.spare_queue));
     ctx.client.multi_error = false;
     ctx.client.info.in_multi.store(true, Ordering::Relaxed);
     Value::ok()
@@ -131,6 +131,7 @@ fn exec(ctx: &mut Ctx) -> Value {
     // The transaction's writes are already in the log, in order; wrap them so a replay applies all or none.
     ctx.store().wrap_atomic(log_start);
     ctx.propagate_nothing();
+    ctx.client.spare_queue = queue.recycle();
     Value::Array(replies)
 }
 

@@ -230,10 +230,19 @@ fn zadd(ctx: &mut Ctx) -> Value {
     let mut incr_result: Option<f64> = None;
     let several = pairs.len() > 1;
     let mut seen: hashbrown::HashMap<&[u8], f64> = hashbrown::HashMap::new();
+    // One pair with its final score (no INCR): the scan of a small set that finds the member's score also finds
+    // where its entry goes, and the write below uses that instead of scanning again.
+    let mut placement = match (&pairs[..], existing) {
+        ([(score, member)], Some(z)) if !incr => Some(z.place(member, *score)),
+        _ => None,
+    };
     for j in 0..pairs.len() {
         let (score, member) = pairs[j];
         let earlier = if several { seen.get(&member[..]).copied() } else { None };
-        let current = earlier.or_else(|| existing.and_then(|z| z.score(member)));
+        let current = match &placement {
+            Some(p) => p.current(),
+            None => earlier.or_else(|| existing.and_then(|z| z.score(member))),
+        };
         let new = if incr { current.unwrap_or(0.0) + score } else { score };
         if new.is_nan() {
             return Value::error(ERR_SCORE_NAN);
@@ -266,9 +275,14 @@ fn zadd(ctx: &mut Ctx) -> Value {
         return Value::Nil;
     }
     if !pairs.is_empty() && (added > 0 || changed > 0) {
-        write_zset(db, key, now, |z| {
-            for (s, m) in &pairs {
-                z.insert(m, *s, &limits);
+        write_zset(db, key, now, |z| match (placement.take(), &pairs[..]) {
+            (Some(p), [(s, m)]) => {
+                z.insert_placed(p, m, *s, &limits);
+            }
+            _ => {
+                for (s, m) in &pairs {
+                    z.insert(m, *s, &limits);
+                }
             }
         });
     }

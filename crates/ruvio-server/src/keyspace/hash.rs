@@ -15,7 +15,7 @@
 
 use std::fmt;
 
-use super::packed::{put_str, read_str, str_len, PackedOr, View, MAX_PACKED};
+use super::packed::{put_str, read_str, same_bytes, str_len, PackedOr, View, MAX_PACKED};
 use super::indexed::IndexedTable;
 use super::CompactBytes;
 
@@ -79,7 +79,7 @@ fn pack_find(buf: &[u8], field: &[u8]) -> Option<Found> {
         let f = read_str(buf, &mut pos);
         let value_start = pos;
         read_str(buf, &mut pos);
-        if f == field {
+        if same_bytes(f, field) {
             return Some(Found { start, value_start, end: pos });
         }
     }

@@ -18,8 +18,23 @@ const PACK_ALIGN: usize = 4;
 /// (limits set to huge values through CONFIG SET could otherwise ask for more).
 pub const MAX_PACKED: usize = 1 << 30;
 
+/// Bytes allocated for a packed value with `content` bytes of entries: the header and contents rounded up to a
+/// size class. Up to 248 bytes the classes are the sizes glibc's malloc gives anyway (its chunks hold 8 bytes less
+/// than a multiple of 16), so small values cost nothing extra; above, they step by an eighth of the power of two
+/// below (at most 12.5% spare, as jemalloc's classes step, which is Redis's allocator). A value that gains and
+/// loses an entry over and over (a sliding window's sorted set) then reallocates only when it crosses a step, where
+/// an exact size made every change a realloc, often a move.
+fn alloc_size(content: usize) -> usize {
+    let exact = PACK_HEADER + content;
+    if exact <= 248 {
+        return ((exact + 8 + 15) & !15) - 8;
+    }
+    let step = (1usize << (usize::BITS - 1 - (exact - 1).leading_zeros())) / 8;
+    exact.div_ceil(step) * step
+}
+
 fn pack_layout(content: usize) -> Layout {
-    Layout::from_size_align(PACK_HEADER + content, PACK_ALIGN).expect("packed value too large")
+    Layout::from_size_align(alloc_size(content), PACK_ALIGN).expect("packed value too large")
 }
 
 pub fn varint_len(mut n: usize) -> usize {
@@ -68,6 +83,24 @@ pub fn read_str<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
     let s = &buf[*pos..*pos + n];
     *pos += n;
     s
+}
+
+/// `a == b` for the short strings packed entries hold, compared where they usually differ first: a scan for a
+/// member compares it with every entry of the same length, and members that share a prefix (`user:1041`,
+/// timestamps) differ near their end, so the last eight bytes decide most comparisons without a call to memcmp.
+#[inline]
+pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let n = a.len();
+    if n >= 8 {
+        let tail = |s: &[u8]| u64::from_ne_bytes(s[n - 8..].try_into().expect("8 bytes"));
+        if tail(a) != tail(b) {
+            return false;
+        }
+    }
+    a == b
 }
 
 const BIG_TAG: usize = 1;
@@ -149,8 +182,8 @@ impl<T> PackedOr<T> {
     }
 
     /// Replaces bytes `start..end` of a packed value's contents with `insert`, changing its count by `delta`;
-    /// reallocates to the exact new size (as Redis's listpack does: small collections are many, and spare room in
-    /// each would add up).
+    /// reallocates when the new size is in another size class ([`alloc_size`]: small collections are many, and
+    /// more spare room in each would add up).
     pub fn splice(&mut self, start: usize, end: usize, insert: &[u8], delta: isize) {
         self.splice_with(start, end, insert.len(), delta, |hole| hole.copy_from_slice(insert))
     }
@@ -168,11 +201,14 @@ impl<T> PackedOr<T> {
         // contents up to the smaller size, and the tail is moved before shrinking / after growing.
         unsafe {
             let mut p = self.ptr.as_ptr();
-            let old_layout = pack_layout(len);
+            let (old_layout, new_size) = (pack_layout(len), alloc_size(new_len));
+            let reallocate = new_size != old_layout.size();
             if new_len > len {
-                p = realloc(p, old_layout, PACK_HEADER + new_len);
-                if p.is_null() {
-                    handle_alloc_error(pack_layout(new_len));
+                if reallocate {
+                    p = realloc(p, old_layout, new_size);
+                    if p.is_null() {
+                        handle_alloc_error(pack_layout(new_len));
+                    }
                 }
                 let data = p.add(PACK_HEADER);
                 std::ptr::copy(data.add(end), data.add(start + insert_len), tail);
@@ -183,8 +219,8 @@ impl<T> PackedOr<T> {
                 // the hole's end (new_len <= len), so neither overwrites the other.
                 fill(std::slice::from_raw_parts_mut(data.add(start), insert_len));
                 std::ptr::copy(data.add(end), data.add(start + insert_len), tail);
-                if new_len < len {
-                    p = realloc(p, old_layout, PACK_HEADER + new_len);
+                if reallocate {
+                    p = realloc(p, old_layout, new_size);
                     if p.is_null() {
                         handle_alloc_error(pack_layout(new_len));
                     }
@@ -196,9 +232,9 @@ impl<T> PackedOr<T> {
         }
     }
 
-    /// Heap bytes of the packed form (header included); `None` for the large form.
+    /// Heap bytes of the packed form (header and spare room included); `None` for the large form.
     pub fn packed_size(&self) -> Option<usize> {
-        (!self.is_big()).then(|| PACK_HEADER + self.header().0)
+        (!self.is_big()).then(|| alloc_size(self.header().0))
     }
 }
 
@@ -245,6 +281,22 @@ mod tests {
     }
 
     #[test]
+    fn size_classes_cover_the_contents_with_at_most_an_eighth_spare() {
+        // Up to 248 bytes: what glibc hands out for the exact request anyway (16-byte steps, 8 bytes of header).
+        assert_eq!([alloc_size(0), alloc_size(8), alloc_size(9), alloc_size(100), alloc_size(240)], [8, 24, 24, 120, 248]);
+        let mut last = 0;
+        for content in 0..100_000 {
+            let size = alloc_size(content);
+            let exact = PACK_HEADER + content;
+            assert!(size >= exact && size >= last, "{content}: {size}");
+            assert!(exact <= 248 || (size - exact) * 8 <= exact, "{content}: {size} has more than an eighth spare");
+            last = size;
+        }
+        // A value that grows and shrinks by one entry within a class keeps its allocation.
+        assert_eq!(alloc_size(1700), alloc_size(1726));
+    }
+
+    #[test]
     fn splice_grows_shrinks_and_keeps_the_tail() {
         let mut p: PackedOr<u64> = PackedOr::pack(b"abcdef", 6);
         p.splice(2, 4, b"XYZW", 2);
@@ -252,7 +304,7 @@ mod tests {
         p.splice(7, 7, b"!", 1);
         let View::Pack { buf, count } = p.view() else { panic!("packed") };
         assert_eq!((buf, count), (&b"bXYZWef!"[..], 8));
-        assert_eq!(p.packed_size(), Some(PACK_HEADER + 8));
+        assert_eq!(p.packed_size(), Some(alloc_size(8)));
         let c = p.clone();
         assert!(matches!(c.view(), View::Pack { buf: b"bXYZWef!", count: 8 }));
         let mut b: PackedOr<u64> = PackedOr::big(7);

@@ -26,7 +26,7 @@ use std::cmp::Ordering;
 
 use hashbrown::HashTable;
 
-use super::packed::{put_str, read_str, str_len, PackedOr, View, MAX_PACKED};
+use super::packed::{put_str, read_str, same_bytes, str_len, PackedOr, View, MAX_PACKED};
 use super::indexed::hash_of;
 use super::CompactBytes;
 
@@ -496,11 +496,19 @@ fn read_score(buf: &[u8], pos: &mut usize) -> f64 {
         }
         _ => {
             let k = (t - TAG_DOUBLE) as usize;
-            let mut b = [0u8; 8];
-            b[..k].copy_from_slice(&buf[*pos..*pos + k]);
+            // Eight bytes in one load where the contents go on that far (nearly always: a member follows), of which
+            // the shifts keep the score's k; copying exactly k bytes would be a call to memcpy per entry scanned.
+            let raw = match buf.get(*pos..*pos + 8) {
+                Some(eight) => u64::from_le_bytes(eight.try_into().expect("8 bytes")),
+                None => {
+                    let mut b = [0u8; 8];
+                    b[..k].copy_from_slice(&buf[*pos..*pos + k]);
+                    u64::from_le_bytes(b)
+                }
+            };
             *pos += k;
             let shift = 64 - 8 * k as u32;
-            ((i64::from_le_bytes(b) << shift) >> shift) as f64
+            (((raw << shift) as i64) >> shift) as f64
         }
     }
 }
@@ -549,13 +557,44 @@ fn pack_find(buf: &[u8], member: &[u8]) -> Option<Found> {
     while pos < buf.len() {
         let start = pos;
         skip_score(buf, &mut pos);
-        if read_str(buf, &mut pos) == member {
+        if same_bytes(read_str(buf, &mut pos), member) {
             let score = read_score(buf, &mut start.clone());
             return Some(Found { rank, start, end: pos, score });
         }
         rank += 1;
     }
     None
+}
+
+/// Where a member is in packed contents (its entry's bounds and score), and where an entry for it with a given
+/// score belongs among the others (the offset of the first other entry ordered after it, or the end).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PackPlace {
+    found: Option<(usize, usize, f64)>,
+    at: usize,
+}
+
+/// Finds both parts of a [`PackPlace`] in one scan, which stops once it has both.
+fn pack_place(buf: &[u8], member: &[u8], score: f64) -> PackPlace {
+    let (mut pos, mut found, mut at) = (0, None, None);
+    while pos < buf.len() && (found.is_none() || at.is_none()) {
+        let start = pos;
+        if at.is_some() {
+            // Past the new entry's place: only the member matters now.
+            skip_score(buf, &mut pos);
+            if same_bytes(read_str(buf, &mut pos), member) {
+                found = Some((start, pos, read_score(buf, &mut start.clone())));
+            }
+            continue;
+        }
+        let (m, s) = read_entry(buf, &mut pos);
+        if same_bytes(m, member) {
+            found = Some((start, pos, s));
+        } else if order(s, m, score, member) == Ordering::Greater {
+            at = Some(start);
+        }
+    }
+    PackPlace { found, at: at.unwrap_or(buf.len()) }
 }
 
 /// Byte offset of the entry at rank `k` (the contents' length when `k` is the count or beyond).
@@ -617,6 +656,27 @@ impl<'a> Iterator for Iter<'a> {
                 Some((tree.member(id), n.score))
             }
         }
+    }
+}
+
+/// The score as a set stores it: -0 as 0, as Redis does.
+fn stored_score(score: f64) -> f64 {
+    if score == 0.0 { 0.0 } else { score }
+}
+
+/// What [`ZSetValue::place`] found: the member's current score and, in the packed layout, where its entry goes
+/// (with the contents' length and count then, so a placement for other contents is recognised and not used).
+#[derive(Debug)]
+pub struct Placement {
+    current: Option<f64>,
+    score_bits: u64,
+    pack: Option<(PackPlace, usize, usize)>,
+}
+
+impl Placement {
+    /// The member's score when placed (`None`: not in the set).
+    pub fn current(&self) -> Option<f64> {
+        self.current
     }
 }
 
@@ -722,29 +782,46 @@ impl ZSetValue {
 
     /// Sets `member`'s score; returns the old one.
     pub fn insert(&mut self, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
-        let score = if score == 0.0 { 0.0 } else { score };
-        if let View::Pack { buf, count } = self.inner.view() {
-            // One pass finds the member's entry (if any) and where the new entry belongs among the others: the
-            // first other entry ordered after it.
-            let (mut pos, mut found, mut at) = (0, None, None);
-            while pos < buf.len() && (found.is_none() || at.is_none()) {
-                let start = pos;
-                if at.is_some() {
-                    // Past the new entry's place: only the member matters now.
-                    skip_score(buf, &mut pos);
-                    if read_str(buf, &mut pos) == member {
-                        found = Some((start, pos, read_score(buf, &mut start.clone())));
-                    }
-                    continue;
-                }
-                let (m, s) = read_entry(buf, &mut pos);
-                if m == member {
-                    found = Some((start, pos, s));
-                } else if order(s, m, score, member) == Ordering::Greater {
-                    at = Some(start);
-                }
+        let score = stored_score(score);
+        let place = match self.inner.view() {
+            View::Pack { buf, .. } => Some(pack_place(buf, member, score)),
+            View::Big(_) => None,
+        };
+        self.insert_at(place, member, score, limits)
+    }
+
+    /// `member`'s score, and where an entry for it with `score` goes: ZADD decides from the score whether to write,
+    /// then writes with [`insert_placed`](Self::insert_placed) without scanning a packed set's entries again.
+    pub fn place(&self, member: &[u8], score: f64) -> Placement {
+        let score = stored_score(score);
+        match self.inner.view() {
+            View::Pack { buf, count } => {
+                let pack = pack_place(buf, member, score);
+                Placement { current: pack.found.map(|f| f.2), score_bits: score.to_bits(), pack: Some((pack, buf.len(), count)) }
             }
-            let (at, len) = (at.unwrap_or(buf.len()), buf.len());
+            View::Big(t) => Placement { current: t.find(member).map(|id| t.nodes[id as usize].score), score_bits: score.to_bits(), pack: None },
+        }
+    }
+
+    /// [`insert`](Self::insert) with what [`place`](Self::place) found on this set, which nothing has changed since.
+    /// A placement made for another score, or for contents of another size, is not used (the scan is done again).
+    pub fn insert_placed(&mut self, placement: Placement, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
+        let score = stored_score(score);
+        let place = match (placement.pack, self.inner.view()) {
+            (Some((pack, len, count)), View::Pack { buf, count: now }) if (len, count) == (buf.len(), now) && placement.score_bits == score.to_bits() => {
+                debug_assert_eq!(pack, pack_place(buf, member, score), "placement made on other contents");
+                Some(pack)
+            }
+            (_, View::Pack { buf, .. }) => Some(pack_place(buf, member, score)),
+            (_, View::Big(_)) => None,
+        };
+        self.insert_at(place, member, score, limits)
+    }
+
+    /// Sets `member`'s score (already as stored) given its place in the packed contents (`None`: in the tree).
+    fn insert_at(&mut self, place: Option<PackPlace>, member: &[u8], score: f64, limits: &Limits) -> Option<f64> {
+        if let (Some(PackPlace { found, at }), View::Pack { buf, count }) = (place, self.inner.view()) {
+            let len = buf.len();
             let entry_len = score_len(score) + str_len(member);
             match found {
                 Some((start, end, prev)) => {
@@ -978,7 +1055,9 @@ mod tests {
 
     #[derive(Debug, Clone)]
     enum Op {
-        Insert(u8, f64),
+        /// Insert member, score, and how: 0 `insert`, 1 `place` then `insert_placed`, 2 the same with a placement
+        /// made for another score (which must not be used).
+        Insert(u8, f64, u8),
         Remove(u8),
         RemoveRanks(usize, usize),
         PopFirst,
@@ -1001,7 +1080,7 @@ mod tests {
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            6 => (0u8..60, score()).prop_map(|(m, s)| Op::Insert(m, s)),
+            6 => (0u8..60, score(), 0u8..3).prop_map(|(m, s, how)| Op::Insert(m, s, how)),
             2 => (0u8..60).prop_map(Op::Remove),
             1 => (0usize..12, 0usize..12).prop_map(|(a, n)| Op::RemoveRanks(a, a + n)),
             1 => Just(Op::PopFirst),
@@ -1021,6 +1100,12 @@ mod tests {
             let mut pos = 0;
             assert_eq!(read_score(&out, &mut pos).to_bits(), s.to_bits(), "{s}");
             assert_eq!(pos, out.len());
+            // Followed by a member, as in a set: an integer score is then read with one 8-byte load.
+            let end = out.len();
+            out.extend_from_slice(&[0xA5; 8]);
+            let mut pos = 0;
+            assert_eq!(read_score(&out, &mut pos).to_bits(), s.to_bits(), "{s} followed by other bytes");
+            assert_eq!(pos, end);
         }
         assert_eq!(score_len(246.0), 1);
         assert_eq!(score_len(247.0), 3, "247 needs two bytes in two's complement");
@@ -1029,12 +1114,13 @@ mod tests {
         assert_eq!(score_len(-1.0), 2);
         assert_eq!(score_len(1_733_400_000_123.0), 7, "a millisecond timestamp");
         assert_eq!(score_len(0.5), 9);
-        // The bench's small sets: 10 bytes an entry ("member:3", score 3), 8 bytes of header.
+        // The bench's small sets: 10 bytes an entry ("member:3", score 3), 8 bytes of header, in the 120 bytes of
+        // the 128-byte chunk glibc's malloc gives for them (`packed::alloc_size`).
         let mut z = ZSetValue::new();
         for i in 0..10 {
             z.insert(format!("member:{i}").as_bytes(), i as f64, &Limits::default());
         }
-        assert_eq!((z.encoding(), z.heap_size()), ("listpack", 8 + 100));
+        assert_eq!((z.encoding(), z.heap_size()), ("listpack", 120));
         assert_eq!(std::mem::size_of::<ZSetValue>(), 8);
     }
 
@@ -1061,7 +1147,7 @@ mod tests {
             let mut big = false;
             for op in ops {
                 match op {
-                    Op::Insert(m, s) => {
+                    Op::Insert(m, s, how) => {
                         let m = name(m);
                         let s = if s == 0.0 { 0.0 } else { s };
                         let prev = model.iter().position(|(_, x)| *x == m).map(|i| model.remove(i).0);
@@ -1069,7 +1155,16 @@ mod tests {
                             big = true;
                         }
                         model.push((s, m.clone()));
-                        prop_assert_eq!(z.insert(&m, s, &limits).map(f64::to_bits), prev.map(f64::to_bits));
+                        let got = match how {
+                            0 => z.insert(&m, s, &limits),
+                            _ => {
+                                let placed_for = if how == 1 { s } else { -s + 1.5 };
+                                let placement = z.place(&m, placed_for);
+                                prop_assert_eq!(placement.current().map(f64::to_bits), prev.map(f64::to_bits));
+                                z.insert_placed(placement, &m, s, &limits)
+                            }
+                        };
+                        prop_assert_eq!(got.map(f64::to_bits), prev.map(f64::to_bits));
                     }
                     Op::Remove(m) => {
                         let m = name(m);
