@@ -700,8 +700,22 @@ fn zpop_cmd(ctx: &mut Ctx, max: bool) -> Value {
         Err(e) => return e,
     };
     let (now, r3) = (ctx.now, resp3(ctx));
+    let Some(want) = count else {
+        // The usual form pops one entry: its reply is built from the popped member itself (RESP2: one buffer with
+        // the wire bytes), not from a vector of copies turned into values (five allocations per pop, then).
+        let popped = super::collection::update(ctx.db(), &args[1], now, false, |z: Option<&mut ZSetValue>| {
+            let popped = z.and_then(|z| if max { z.pop_last() } else { z.pop_first() });
+            let changed = popped.is_some();
+            (popped, changed)
+        });
+        return match popped {
+            Err(e) => e,
+            Ok(None) => Value::Array(vec![]),
+            Ok(Some((m, s))) if r3 => Value::Array(vec![bulk(&m), Value::Double(s)]),
+            Ok(Some((m, s))) => super::bulk_array([&m[..], fmt_score(s).as_bytes()].into_iter()),
+        };
+    };
     // One lookup of the key for the type check and the pops; a count of 0 changes nothing.
-    let want = count.unwrap_or(1);
     let popped = super::collection::update(ctx.db(), &args[1], now, false, |z: Option<&mut ZSetValue>| {
         let Some(z) = z else { return (Vec::new(), false) };
         let mut out = Vec::with_capacity(want.min(z.len()));
@@ -716,14 +730,7 @@ fn zpop_cmd(ctx: &mut Ctx, max: bool) -> Value {
         Err(e) => return e,
         Ok(items) => items,
     };
-    match count {
-        // Without a count, RESP3 answers one flat [member, score].
-        None if r3 => match items.first() {
-            Some((m, s)) => Value::Array(vec![Value::Bulk(m.clone()), Value::Double(*s)]),
-            None => Value::Array(vec![]),
-        },
-        _ => with_scores(r3, &items),
-    }
+    with_scores(r3, &items)
 }
 
 fn zpopmin(ctx: &mut Ctx) -> Value {
