@@ -254,7 +254,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     thread_local! {
         static RECENT: std::cell::RefCell<RecentNames> = const { std::cell::RefCell::new(RecentNames::new()) };
     }
-    if let Some(spec) = RECENT.with_borrow(|r| r.get(name)) {
+    if let Some(spec) = RECENT.with_borrow_mut(|r| r.get(name)) {
         return Some(spec);
     }
     let mut buf = [0u8; 32];
@@ -271,10 +271,12 @@ pub fn lookup(name: &[u8]) -> Option<&'static CommandSpec> {
     found
 }
 
-/// The last few command names looked up, as spelled, with their commands (replaced oldest first).
+/// The last few command names looked up, as spelled, with their commands (replaced oldest first). The one that
+/// answered last is tried first: a pipeline of one command finds it at the first comparison.
 struct RecentNames {
     names: [([u8; RECENT_NAME], u8, Option<&'static CommandSpec>); RECENT_NAMES],
     next: usize,
+    last_hit: usize,
 }
 
 /// How many names [`RecentNames`] keeps, and the longest it keeps (every command name in the table is shorter).
@@ -283,11 +285,17 @@ const RECENT_NAME: usize = 24;
 
 impl RecentNames {
     const fn new() -> Self {
-        RecentNames { names: [([0; RECENT_NAME], 0, None); RECENT_NAMES], next: 0 }
+        RecentNames { names: [([0; RECENT_NAME], 0, None); RECENT_NAMES], next: 0, last_hit: 0 }
     }
 
-    fn get(&self, name: &[u8]) -> Option<&'static CommandSpec> {
-        self.names.iter().find(|(bytes, len, _)| *len as usize == name.len() && bytes[..name.len()] == *name).and_then(|e| e.2)
+    fn get(&mut self, name: &[u8]) -> Option<&'static CommandSpec> {
+        let is = |(bytes, len, _): &([u8; RECENT_NAME], u8, Option<&'static CommandSpec>)| *len as usize == name.len() && bytes[..name.len()] == *name;
+        if is(&self.names[self.last_hit]) {
+            return self.names[self.last_hit].2;
+        }
+        let i = self.names.iter().position(is)?;
+        self.last_hit = i;
+        self.names[i].2
     }
 
     fn remember(&mut self, name: &[u8], spec: &'static CommandSpec) {
@@ -298,6 +306,7 @@ impl RecentNames {
         slot.0[..name.len()].copy_from_slice(name);
         slot.1 = name.len() as u8;
         slot.2 = Some(spec);
+        self.last_hit = self.next;
         self.next = (self.next + 1) % RECENT_NAMES;
     }
 }
@@ -450,6 +459,22 @@ pub fn reply(r: Result<Value, Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookup_answers_the_same_from_its_recent_names_as_from_the_table() {
+        // More names than the recent list keeps, in two spellings, twice over: every answer is the table's.
+        let names: Vec<&str> = all().take(RECENT_NAMES * 2 + 3).map(|s| s.name).collect();
+        for round in 0..2 {
+            for name in &names {
+                let spelled = if round == 0 { name.to_ascii_uppercase() } else { name.to_string() };
+                for _ in 0..2 {
+                    assert_eq!(lookup(spelled.as_bytes()).map(|s| s.name), Some(*name), "{spelled}");
+                }
+            }
+        }
+        assert!(lookup(b"no-such-command").is_none());
+        assert!(lookup(b"").is_none());
+    }
 
     #[test]
     fn integer_scores_parse_as_the_decimal_parser_does() {

@@ -1,7 +1,7 @@
 //! Hash values (HSET and friends), in two encodings as in Redis:
 //!
-//! - **packed** (`OBJECT ENCODING` says `listpack`): every field and value one after the other in one exact-size
-//!   allocation, each as a LEB128 length and its bytes. A lookup is a linear scan, which for the small hashes this
+//! - **packed** (`OBJECT ENCODING` says `listpack`): every field and value one after the other in one allocation
+//!   (sized in classes, `packed::alloc_size`), each as a LEB128 length and its bytes. A lookup is a linear scan, which for the small hashes this
 //!   encoding is for (up to `hash-max-listpack-entries` fields, none longer than `hash-max-listpack-value` bytes)
 //!   is as fast as hashing and costs 2 bytes of overhead per field and value.
 //! - **table** (`hashtable`): the pairs in a vector, indexed by a hash table of `u32` positions (the layout of

@@ -1,6 +1,7 @@
 //! What the small-collection encodings share (hashes and sorted sets, Redis's `listpack` ones): a value that is one
 //! thin pointer (8 bytes, so a keyspace slot does not grow) to either a packed allocation (a header, then the
-//! entries' bytes one after the other, reallocated to the exact size at every change) or a boxed large-form value.
+//! entries' bytes one after the other, in an allocation of the size class that holds them, see `alloc_size`) or a
+//! boxed large-form value.
 //! The low bit of the pointer tells them apart (clear: packed; set: boxed, whose alignment leaves that bit free).
 //!
 //! The layout of the entries is the owner's (hash.rs, zset.rs); the LEB128 lengths and length-prefixed strings they

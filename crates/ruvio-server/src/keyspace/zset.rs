@@ -3,12 +3,12 @@
 //! Two layouts, chosen as Redis chooses its encodings (and reported by `OBJECT ENCODING` under Redis 7.0's names):
 //!
 //! - `listpack` while the set is small (at most `zset-max-listpack-entries` members, none longer than
-//!   `zset-max-listpack-value` bytes): the entries packed one after the other in one exact-size allocation, in order
-//!   by (score, member), each a compact score (an integer in as few bytes as it needs, one byte for 0 to 246; other
-//!   doubles in 8) and the member with a LEB128 length: "member:3" with score 3 takes 10 bytes, where Redis's
-//!   listpack takes 12. Every lookup, rank or range start is a scan (at most the limit, 128 entries by default), as
-//!   in Redis. The allocation is shared machinery with small hashes (`keyspace/packed.rs`), and the whole value is
-//!   one thin pointer, so a key's slot holds it without another box.
+//!   `zset-max-listpack-value` bytes): the entries packed one after the other in one allocation
+//!   (`packed::alloc_size`), in order by (score, member), each a compact score (an integer in as few bytes as it
+//!   needs, one byte for 0 to 246; other doubles in 8) and the member with a LEB128 length: "member:3" with score
+//!   3 takes 10 bytes, where Redis's listpack takes 12. Every lookup, rank or range start is a scan (at most the
+//!   limit, 128 entries by default), as in Redis. The allocation is shared machinery with small hashes
+//!   (`keyspace/packed.rs`), and the whole value is one thin pointer, so a key's slot holds it without another box.
 //! - `skiplist` from the first write that breaks either limit on (one-way until the value is reloaded or copied
 //!   into a new key, as in Redis): an order-statistic tree plus a hash index. The tree is a treap whose nodes live in
 //!   one arena (`u32` links, each node counting the nodes below it), so a rank, the member at a rank, and the start
