@@ -711,6 +711,7 @@ fn zpop_cmd(ctx: &mut Ctx, max: bool) -> Value {
         return match popped {
             Err(e) => e,
             Ok(None) => Value::Array(vec![]),
+            // Without a count RESP3 too answers one flat [member, score], as Redis does.
             Ok(Some((m, s))) if r3 => Value::Array(vec![bulk(&m), Value::Double(s)]),
             Ok(Some((m, s))) => super::bulk_array([&m[..], fmt_score(s).as_bytes()].into_iter()),
         };
