@@ -9,6 +9,10 @@ use clap::{Args, Parser, Subcommand};
 mod lock_cmd;
 use ruvio_server::Config;
 
+/// Large blocks (big collections, big tables) on transparent huge pages; everything else as the system allocates.
+#[global_allocator]
+static ALLOCATOR: ruvio_server::huge_pages::HugePagesForLargeBlocks = ruvio_server::huge_pages::HugePagesForLargeBlocks;
+
 /// `ruvio --version`: the crate version and the git commit it was built from.
 const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (git ", env!("RUVIO_GIT_COMMIT"), ")");
 
