@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Paired comparison of builds (and redis-server) under redis-benchmark: each round starts every server fresh, in
+# turn, and runs the named tests in order against it (-P 16 -c 50 -r 100000, N requests each), so the builds meet
+# the same periods of a noisy machine. Prints each round, then per test the median over the rounds of requests/s
+# and of the server's CPU per request (user + system from /proc/PID/stat, in clock ticks: +-1 tick / N).
+#
+# Usage: ROUNDS=6 N=300000 bash bench/paired.sh BIN [BIN ...] [redis] -- TEST [TEST ...]
+#   BIN is a ruvio binary (e.g. a copy of target/release/ruvio of each commit); "redis" is Debian's redis-server,
+#   and the ratios are against it when it is named. Persistence off on both (--appendonly no).
+#   Example (docs/benchmarks.md): ROUNDS=6 N=300000 bash bench/paired.sh /tmp/ruvio-before /tmp/ruvio-after redis -- zadd
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+N=${N:-300000}
+PORT=${PORT:-17450}
+bins=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do bins+=("$1"); shift; done
+[ $# -gt 1 ] && [ ${#bins[@]} -gt 0 ] || { echo "usage: bench/paired.sh BIN [BIN ...] [redis] -- TEST [TEST ...]" >&2; exit 2; }
+shift
+tests=("$@")
+. bench/lib.sh
+bench_init
+out="$BENCH_WORK/rounds.txt"
+
+for r in $(seq "$ROUNDS"); do
+  for b in "${bins[@]}"; do
+    if [ "$b" = redis ]; then start_redis "$PORT" --appendonly no; else RUVIO=$b start_ruvio "$PORT" --appendonly no; fi
+    pid=$LAST_PID
+    wait_ready "$PORT"
+    line="$r $b"
+    for t in "${tests[@]}"; do
+      c0=$(cpu_ticks "$pid")
+      rps=$(redis-benchmark -p "$PORT" -t "$t" -P 16 -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | awk '{print $2}')
+      c1=$(cpu_ticks "$pid")
+      # lrange_100 runs an LPUSH fill first: its CPU is over both halves.
+      n=$N; [ "$t" = lrange_100 ] && n=$((2 * N))
+      line="$line $t=${rps%.*}/$(( (c1 - c0) * 1000000000 / $(getconf CLK_TCK) / n ))"
+    done
+    echo "round $line" | tee -a "$out"
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+  done
+done
+
+python3 - "$out" <<'PY'
+import collections, statistics, sys
+rps, cpu = collections.defaultdict(list), collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    _, _, binary, *cells = line.split()
+    for cell in cells:
+        test, figures = cell.split("=")
+        r, c = figures.split("/")
+        rps[(binary, test)].append(int(r or 0))
+        cpu[(binary, test)].append(int(c))
+binaries = list(dict.fromkeys(b for b, _ in rps))
+print(f"\n{'test':<11} {'server':<40} {'median rps':>11} {'median CPU ns/req':>18} {'vs redis':>9}  CPU ns/req per round")
+for test in dict.fromkeys(t for _, t in rps):
+    redis = statistics.median(cpu[("redis", test)]) if ("redis", test) in cpu else None
+    for b in binaries:
+        c = statistics.median(cpu[(b, test)])
+        ratio = f"{c / redis:.2f}" if redis else "-"
+        print(f"{test:<11} {b[-40:]:<40} {statistics.median(rps[(b, test)]):>11.0f} {c:>18.0f} {ratio:>9}  {cpu[(b, test)]}")
+PY
