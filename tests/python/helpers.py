@@ -232,12 +232,17 @@ def wait_until(pred, timeout: float = 5.0, interval: float = 0.02, msg: str = "c
         time.sleep(interval)
 
 
-def rss_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
+def proc_kib(pid: int, file: str, field: str) -> int:
+    """A "Field:   N kB" line of /proc/PID/FILE (status, smaps_rollup), in KiB."""
+    with open(f"/proc/{pid}/{file}") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise AssertionError("no VmRSS")
+    raise AssertionError(f"no {field} in /proc/{pid}/{file}")
+
+
+def rss_kib(pid: int) -> int:
+    return proc_kib(pid, "status", "VmRSS")
 
 
 def random_bytes(n: int) -> bytes:

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import encode, rss_kib
+from helpers import encode, proc_kib, rss_kib
 
 pytestmark = pytest.mark.ruvio_only
 
@@ -112,11 +112,7 @@ def _thp_mode() -> str | None:
 
 
 def _anon_huge_kib(pid: int) -> int:
-    with open(f"/proc/{pid}/smaps_rollup") as f:
-        for line in f:
-            if line.startswith("AnonHugePages:"):
-                return int(line.split()[1])
-    raise AssertionError("no AnonHugePages in smaps_rollup")
+    return proc_kib(pid, "smaps_rollup", "AnonHugePages")
 
 
 def test_a_large_sorted_set_lives_on_huge_pages(server_factory):
