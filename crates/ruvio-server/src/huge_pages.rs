@@ -3,9 +3,9 @@
 //!
 //! Why: a ZADD into a sorted set of 100k members walks about 20 tree levels twice, each a random node of a vector
 //! of megabytes. On 4 KiB pages nearly every level is a TLB miss on top of its cache miss, and on a VM whose kernel
-//! entries flush the TLB (page-table isolation without PCID, as on the machines Ruvio is measured on) nothing
-//! survives from one read of the socket to the next. On 2 MiB pages the whole tree takes a couple of TLB entries:
-//! 10-20% less server CPU per ZADD (docs/benchmarks.md, "Huge pages for the big collections").
+//! entries flush the TLB (page-table isolation without PCID, as on the VM this was measured on) nothing survives
+//! from one read of the socket to the next. On 2 MiB pages the whole tree takes a couple of TLB entries: 3-14% less
+//! server CPU per ZADD in paired runs (docs/benchmarks.md, "Huge pages for the big collections").
 //!
 //! How: Debian leaves transparent huge pages to `madvise`. A block of at least [`FROM`] bytes is its own anonymous
 //! mapping, whole huge pages aligned to one, advised with `MADV_HUGEPAGE` before anything touches it (pages already
