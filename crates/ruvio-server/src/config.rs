@@ -469,7 +469,7 @@ pub static IGNORED: &[Ignored] = &[
     Ignored { name: "proc-title-template", honoured: any, why: "Ruvio keeps its process title" },
     Ignored { name: "oom-score-adj", honoured: is_no, why: "Ruvio does not change its OOM score; set OOMScoreAdjust= in the systemd unit" },
     Ignored { name: "oom-score-adj-values", honoured: any, why: "Ruvio does not change its OOM score" },
-    Ignored { name: "disable-thp", honoured: any, why: "transparent huge pages are left as the OS sets them" },
+    Ignored { name: "disable-thp", honoured: any, why: "Ruvio never forks, so huge pages cost it no copy-on-write: it asks for them for blocks of 2 MiB and more, and the OS's setting decides" },
     Ignored { name: "jemalloc-bg-thread", honoured: any, why: "Ruvio does not use jemalloc" },
     Ignored { name: "activerehashing", honoured: any, why: "Ruvio's segmented tables grow without a long rehash" },
     Ignored { name: "dynamic-hz", honoured: any, why: "hz is fixed" },
