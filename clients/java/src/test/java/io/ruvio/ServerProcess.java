@@ -78,17 +78,17 @@ final class ServerProcess implements AutoCloseable {
     }
 
     /**
-     * redis-server listening only on a TLS port (no plain port), with the given certificate, key and CA files; clients
-     * are not asked for certificates.
+     * Ruvio listening only on a TLS port (no plain port), with the given certificate, key and CA files; clients are
+     * not asked for certificates. The directives are redis.conf's, which Ruvio takes as redis-server does.
      */
-    static ServerProcess redisTls(Path cert, Path key, Path ca) {
+    static ServerProcess ruvioTls(Path cert, Path key, Path ca) {
         try {
             int port = freePort();
-            Path dir = Files.createTempDirectory("redis-tls-java-test");
-            List<String> cmd = List.of("redis-server", "--port", "0", "--tls-port", Integer.toString(port),
+            Path dir = Files.createTempDirectory("ruvio-tls-java-test");
+            List<String> cmd = List.of(ruvioBin(), "--port", "0", "--tls-port", Integer.toString(port),
                     "--tls-cert-file", cert.toString(), "--tls-key-file", key.toString(),
                     "--tls-ca-cert-file", ca.toString(), "--tls-auth-clients", "no",
-                    "--dir", dir.toString(), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1");
+                    "--dir", dir.toString(), "--appendonly", "no", "--bind", "127.0.0.1");
             ServerProcess p = new ServerProcess(cmd, port, dir);
             p.plainPing = false;
             p.start();
@@ -144,7 +144,7 @@ final class ServerProcess implements AutoCloseable {
             }
             try (Socket s = new Socket("127.0.0.1", port)) {
                 if (!plainPing) {
-                    return; // the TLS port accepts connections: redis-server is up (the tests then talk TLS)
+                    return; // the TLS port accepts connections: the server is up (the tests then talk TLS)
                 }
                 s.setSoTimeout(2000);
                 s.getOutputStream().write("PING\r\n".getBytes());

@@ -27,8 +27,8 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * TLS against a real TLS server: Debian's redis-server on a TLS-only port (Ruvio has no TLS listener yet), its
- * certificate signed by a throwaway CA made with openssl for this run.
+ * TLS against a real TLS server: Ruvio (RUVIO_BIN) on a TLS-only port, its certificate signed by a throwaway CA made
+ * with openssl for this run.
  */
 class TlsTest {
     static Path certs;
@@ -48,7 +48,7 @@ class TlsTest {
         Files.writeString(certs.resolve("ext.cnf"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
         openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
                 "-days", "2", "-extfile", "ext.cnf", "-out", "server.crt");
-        server = ServerProcess.redisTls(certs.resolve("server.crt"), certs.resolve("server.key"),
+        server = ServerProcess.ruvioTls(certs.resolve("server.crt"), certs.resolve("server.key"),
                 certs.resolve("ca.crt"));
     }
 
@@ -157,7 +157,7 @@ class TlsTest {
         Files.writeString(certs.resolve("other-ext.cnf"), "subjectAltName=DNS:ruvio.invalid\n");
         openssl("x509", "-req", "-in", "other.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
                 "-days", "2", "-extfile", "other-ext.cnf", "-out", "other.crt");
-        try (ServerProcess named = ServerProcess.redisTls(certs.resolve("other.crt"), certs.resolve("other.key"),
+        try (ServerProcess named = ServerProcess.ruvioTls(certs.resolve("other.crt"), certs.resolve("other.key"),
                 certs.resolve("ca.crt"))) {
             RuvioConnectionException e = assertThrows(RuvioConnectionException.class, () -> {
                 try (RuvioClient c = RuvioClient.connect(ClientOptions.builder()
