@@ -118,6 +118,9 @@ pub struct Aof {
     /// The writer thread sleeps on `wake` (with `wake_lock`) until records or a shutdown arrive.
     pub(crate) wake_lock: Mutex<()>,
     pub(crate) wake: Condvar,
+    /// The writer thread found nothing to do and sleeps for long ([`writer`]'s `IDLE_WAIT`): the next commit wakes
+    /// it ([`Aof::committed`]).
+    pub(crate) writer_asleep: AtomicBool,
     pub(crate) shutdown: AtomicBool,
     /// Log rotations compaction asked for, `(generation, first LSN of the new file)`, oldest first.
     pub(crate) rotations: Mutex<VecDeque<(u64, u64)>>,
@@ -175,6 +178,7 @@ impl Default for Aof {
             stats: PersistStats { last_rewrite_ms: AtomicI64::new(-1), last_rewrite_ok: AtomicBool::new(true), last_write_ok: AtomicBool::new(true), ..Default::default() },
             manifest: Mutex::new(manifest::Manifest::default()),
             rotated_gen: AtomicU64::new(0),
+            writer_asleep: AtomicBool::new(false),
             group_at_park: AtomicBool::new(true),
             kick_pending: AtomicBool::new(false),
             gen_alloc: AtomicU64::new(0),
@@ -195,13 +199,21 @@ impl Aof {
     /// to go idle writes them as a group ([`Aof::before_park`]), and under `always` fsyncs them; the writer thread
     /// also comes round by itself (for records no worker commits), or at once when much is waiting.
     pub fn committed(&self, open_bytes: usize) {
-        if open_bytes == 0 || !self.enabled() {
+        if open_bytes == 0 {
             return;
         }
-        if open_bytes >= WAKE_AT_BYTES {
-            self.wake_writer();
-        } else {
+        if self.enabled() {
+            if open_bytes >= WAKE_AT_BYTES {
+                return self.wake_writer();
+            }
             self.kick_pending.store(true, Ordering::Release);
+        }
+        // A writer that went to sleep for long finds these records at once, as at its usual round (written, or with
+        // no log file passed over so the journal can let them go). The fence pairs with the writer's between raising
+        // `writer_asleep` and looking for records: either it sees these records, or this sees it asleep.
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.writer_asleep.load(Ordering::Relaxed) && self.writer_asleep.swap(false, Ordering::Relaxed) {
+            self.wake_writer();
         }
     }
 

@@ -44,6 +44,11 @@ const TOKEN_CHECK_EVERY: Duration = Duration::from_millis(100);
 /// Under everysec/no, how long records may wait in memory before they are written (a kill -9 of the process can
 /// lose at most this much more than a power loss could anyway).
 const LAZY_WRITE_EVERY: Duration = Duration::from_millis(2);
+/// How long the writer sleeps when it has nothing at all to do: nothing to write, nothing waiting for the fsync
+/// `appendfsync` asks for. A commit wakes it sooner ([`super::Aof::committed`]); this keeps its other rounds (the
+/// token reservation, the drain) going, and an idle server at about ten wake-ups a second, as Redis's `hz`, instead
+/// of the lazy round's five hundred.
+const IDLE_WAIT: Duration = TOKEN_CHECK_EVERY;
 /// How far ahead of its records the log file is filled with zeros.
 const PREALLOCATE: u64 = 4 * 1024 * 1024;
 /// After preallocating failed (a nearly full disk), the log just grows with its writes for this long.
@@ -235,13 +240,15 @@ pub fn create_log_file(path: &std::path::Path, first_lsn: u64) -> std::io::Resul
 fn run<H: Host>(server: &std::sync::Weak<H>, reservation: &Reservation) {
     let mut last_drain = Instant::now();
     let mut last_token_check = Instant::now() - TOKEN_CHECK_EVERY;
+    let mut lsn_at_last_wait = 0;
     loop {
         let Some(host) = server.upgrade() else { return };
         let host = &host;
         let aof = host.aof();
         let policy = host.config().read().appendfsync;
-        // Under everysec/no nobody waits for the log, so commits do not wake the writer: it comes round every
-        // couple of milliseconds instead, sparing a thread wake-up per write.
+        // Under everysec/no nobody waits for the log, so commits do not wake the writer while it is busy: it comes
+        // round every couple of milliseconds instead, sparing a thread wake-up per write (only the first commit
+        // after a quiet spell wakes it).
         aof.group_at_park.store(policy == AppendFsync::Always, Ordering::Relaxed);
         {
             let mut g = aof.wake_lock.lock();
@@ -250,14 +257,38 @@ fn run<H: Host>(server: &std::sync::Weak<H>, reservation: &Reservation) {
                 && !aof.urgent_fsync.load(Ordering::Acquire);
             if idle && !aof.shutdown.load(Ordering::Acquire) {
                 let failing = aof.has_error();
-                let wait = if failing {
-                    Duration::from_millis(5)
-                } else if policy == AppendFsync::Always {
-                    DRAIN_EVERY
+                // Under everysec/no, once everything is written, the fsync the policy asks for is done and a whole
+                // lazy round brought no record, nothing is left for the lazy round: sleep until a commit (which
+                // wakes this thread) or the next slow round. (Without that quiet round, steady writes would wake
+                // this thread at every commit instead of every couple of milliseconds.) Not under always, where the
+                // I/O workers' group commits write and fsync every record themselves.
+                let last_lsn = host.journal().last_lsn();
+                let quiet_round = last_lsn == lsn_at_last_wait;
+                lsn_at_last_wait = last_lsn;
+                let nothing_unsynced = quiet_round
+                    && (!aof.enabled()
+                        || policy == AppendFsync::No
+                        || host.journal().durability.local() >= aof.written.load(Ordering::Acquire));
+                if failing || policy == AppendFsync::Always || !nothing_unsynced {
+                    let wait = if failing {
+                        Duration::from_millis(5)
+                    } else if policy == AppendFsync::Always {
+                        DRAIN_EVERY
+                    } else {
+                        LAZY_WRITE_EVERY
+                    };
+                    aof.wake.wait_for(&mut g, wait);
                 } else {
-                    LAZY_WRITE_EVERY
-                };
-                aof.wake.wait_for(&mut g, wait);
+                    aof.writer_asleep.store(true, Ordering::Relaxed);
+                    // Pairs with the fence in `Aof::committed`: a commit made before this point is seen below, and
+                    // one made after sees the flag (its wake-up cannot be lost: it takes `wake_lock`, held here
+                    // until the wait releases it).
+                    std::sync::atomic::fence(Ordering::SeqCst);
+                    if host.journal().last_lsn() <= aof.written.load(Ordering::Acquire) {
+                        aof.wake.wait_for(&mut g, IDLE_WAIT);
+                    }
+                    aof.writer_asleep.store(false, Ordering::Relaxed);
+                }
             }
         }
         if last_drain.elapsed() >= DRAIN_EVERY {
