@@ -9,6 +9,8 @@ import os
 import pytest
 import redis
 
+from helpers import Error
+
 RUVIO = os.environ.get("RUVIO_TEST_TARGET", "ruvio") != "redis"
 
 
@@ -280,3 +282,61 @@ def test_first_argument_rules(server_factory):
     admin.execute_command("ACL", "SETUSER", "db0", "+select", "-select")
     with pytest.raises(redis.exceptions.NoPermissionError):
         r.execute_command("SELECT", "0")
+
+
+# Every command whose keys follow a count (Redis's `movablekeys`), with the counted keys naming one allowed key and
+# one secret: the ACL must see every counted key, not only the first or the destination.
+COUNTED_KEY_COMMANDS = [
+    ("ZUNIONSTORE", "pub:dst", "2", "pub:z", "secret:z"),
+    ("ZINTERSTORE", "pub:dst", "2", "pub:z", "secret:z"),
+    ("ZDIFFSTORE", "pub:dst", "2", "pub:z", "secret:z"),
+    ("ZUNION", "2", "pub:z", "secret:z"),
+    ("ZINTER", "2", "pub:z", "secret:z"),
+    ("ZDIFF", "2", "pub:z", "secret:z"),
+    ("ZINTERCARD", "2", "pub:z", "secret:z"),
+    ("SINTERCARD", "2", "pub:s", "secret:s"),
+    ("LMPOP", "2", "pub:l", "secret:l", "LEFT"),
+    ("ZMPOP", "2", "pub:empty", "secret:z", "MIN"),
+    ("BLMPOP", "0.01", "2", "pub:l", "secret:l", "LEFT"),
+    ("BZMPOP", "0.01", "2", "pub:empty", "secret:z", "MIN"),
+    ("EVAL", "return 1", "2", "pub:z", "secret:z"),
+]
+
+
+@pytest.mark.parametrize("call", COUNTED_KEY_COMMANDS, ids=[c[0] for c in COUNTED_KEY_COMMANDS])
+def test_every_counted_key_is_checked(server_factory, call):
+    srv = server_factory()
+    admin = client(srv)
+    admin.zadd("secret:z", {"top secret": 1})
+    admin.sadd("secret:s", "top secret")
+    admin.rpush("secret:l", "top secret")
+    admin.zadd("pub:z", {"public": 1})
+    admin.execute_command("ACL", "SETUSER", "mallory", "on", ">pw", "~pub:*", "+@all")
+    mallory = client(srv, username="mallory", password="pw")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        mallory.execute_command(*call)
+    assert admin.exists("pub:dst") == 0, "nothing was stored from the secret key"
+    assert admin.zrange("secret:z", 0, -1) == [b"top secret"] and admin.lrange("secret:l", 0, -1) == [b"top secret"]
+    # The same command on allowed keys only runs.
+    allowed = [a.replace("secret:", "pub:") for a in call]
+    mallory.execute_command(*allowed)
+
+
+def test_command_getkeys_lists_counted_keys_as_redis(server_factory):
+    with server_factory().raw() as conn:
+        _check_getkeys(conn)
+
+
+def _check_getkeys(conn) -> None:
+    def getkeys(*args):
+        reply = conn.call("COMMAND", "GETKEYS", *args)
+        return str(reply).removeprefix("ERR ") if isinstance(reply, Error) else [text(k) for k in reply]
+
+    assert getkeys("ZUNIONSTORE", "d", "2", "a", "b") == ["d", "a", "b"]
+    assert getkeys("ZUNION", "2", "a", "b", "WEIGHTS", "1", "2") == ["a", "b"]
+    assert getkeys("BLMPOP", "0", "2", "a", "b", "LEFT") == ["a", "b"]
+    assert getkeys("SINTERCARD", "1", "a", "LIMIT", "3") == ["a"]
+    assert getkeys("EVAL", "return 1", "1", "a", "arg") == ["a"]
+    for bad in (("ZUNION", "abc", "a"), ("ZUNION", "5", "a", "b"), ("ZUNION", "0", "a"), ("LMPOP", "-1", "a", "LEFT")):
+        assert getkeys(*bad) == "Invalid arguments specified for command", bad
+    assert getkeys("EVAL", "return 1", "5", "a") == [], "a script's bad count names no keys, as Redis answers"

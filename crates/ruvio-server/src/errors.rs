@@ -80,6 +80,8 @@ pub const ERR_PUBSUB_SHARDCHANNELS_ARITY: &str = "ERR unknown subcommand or wron
 pub const ERR_GETKEYS_UNKNOWN: &str = "ERR Invalid command specified";
 pub const ERR_GETKEYS_ARITY: &str = "ERR Invalid number of arguments specified for command";
 pub const ERR_GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
+/// COMMAND GETKEYS of a command whose key count is not a count of the keys given (or is zero).
+pub const ERR_GETKEYS_INVALID: &str = "ERR Invalid arguments specified for command";
 
 // ----- texts that quote input (the encoder turns any CR/LF in them into spaces) -----
 

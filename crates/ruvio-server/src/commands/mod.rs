@@ -90,9 +90,13 @@ pub mod flags {
     /// command must not wait for the store lock (the script holds it): WATCH, which registers on keys, is left
     /// out, and UNWATCH's release of watched keys is deferred while a script runs (transaction_family.rs).
     pub const ALLOW_BUSY: u32 = 1 << 21;
-    /// Argument 2 counts the keys that follow it (EVAL, EVALSHA, FCALL and their `_RO` forms: Redis's `keynum`
-    /// key spec, shown by COMMAND as `movablekeys`); COMMAND GETKEYS reads it.
+    /// Argument 2 counts the keys that follow it (EVAL, EVALSHA, FCALL and their `_RO` forms, BLMPOP, BZMPOP,
+    /// ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE after their destination: Redis's `keynum` key spec, shown by COMMAND as
+    /// `movablekeys`): the ACL checks every counted key and COMMAND GETKEYS lists them.
     pub const NUMKEYS_AT_2: u32 = 1 << 22;
+    /// Argument 1 counts the keys that follow it (ZUNION, ZINTER, ZDIFF, ZINTERCARD, SINTERCARD, LMPOP, ZMPOP), as
+    /// [`NUMKEYS_AT_2`].
+    pub const NUMKEYS_AT_1: u32 = 1 << 27;
     /// Runs a Lua script (EVAL, EVALSHA, FCALL and their `_RO` forms): an EXEC that queued one runs on a script
     /// thread, as the script alone would (transaction_family.rs). Not shown by COMMAND.
     pub const RUNS_SCRIPT: u32 = 1 << 23;
@@ -119,8 +123,7 @@ pub mod flags {
         (NO_MULTI, "no_multi"),
         (NOSCRIPT, "noscript"),
         (ALLOW_BUSY, "allow_busy"),
-        (NUMKEYS_AT_2, "movablekeys"),
-        (STORE_KEY, "movablekeys"),
+        (NUMKEYS_AT_1 | NUMKEYS_AT_2 | STORE_KEY, "movablekeys"),
     ];
 }
 
@@ -177,9 +180,38 @@ impl CommandSpec {
         (first..=last.min(argc as i32 - 1)).step_by(step as usize).map(|i| i as usize).collect()
     }
 
-    /// Indexes of the key arguments in `args`: the fixed positions, and for `STORE_KEY` the destination.
+    /// Where the key count is, for a command whose keys are counted ([`flags::NUMKEYS_AT_1`], `_AT_2`).
+    fn numkeys_at(&self) -> Option<usize> {
+        if self.has(flags::NUMKEYS_AT_1) {
+            Some(1)
+        } else if self.has(flags::NUMKEYS_AT_2) {
+            Some(2)
+        } else {
+            None
+        }
+    }
+
+    /// The indexes of the counted keys: `Some(Ok(range))` when the count is a number from 0 to the arguments after
+    /// it, `Some(Err(()))` when it is not (the command will refuse to run), `None` when the command counts no keys.
+    /// The count is read with [`parse_i64`], as every such command's own parser reads it.
+    pub fn counted_keys(&self, args: &[Bytes]) -> Option<Result<std::ops::Range<usize>, ()>> {
+        let at = self.numkeys_at()?;
+        let after = args.len().saturating_sub(at + 1);
+        let n = args.get(at).and_then(|a| parse_i64(a)).filter(|&n| n >= 0 && n as u64 <= after as u64);
+        Some(n.map(|n| at + 1..at + 1 + n as usize).ok_or(()))
+    }
+
+    /// Indexes of the key arguments in `args`: the fixed positions, the counted keys, and for `STORE_KEY` the
+    /// destination. A count the command will refuse makes every argument after it a key here, so a key can never
+    /// escape the ACL through a count this reads differently from the command (at worst such a call is refused with
+    /// NOPERM instead of its syntax error).
     pub fn key_indexes_in(&self, args: &[Bytes]) -> Vec<usize> {
         let mut idx = self.key_indexes(args.len());
+        match self.counted_keys(args) {
+            Some(Ok(counted)) => idx.extend(counted),
+            Some(Err(())) => idx.extend(self.numkeys_at().map_or(args.len(), |at| at + 1)..args.len()),
+            None => {}
+        }
         if self.has(flags::STORE_KEY) {
             idx.extend(sort_family::store_key_index(args));
         }

@@ -574,18 +574,23 @@ fn command_getkeys(ctx: &mut Ctx) -> Value {
         Some(_) => return Value::error(ERR_GETKEYS_ARITY),
         None => spec,
     };
-    if spec.has(NUMKEYS_AT_2) {
-        // `<script|function> numkeys key... arg...`: the count decides; a count that is not one, or more keys than
-        // given, names no keys (an empty list, as Redis answers, not an error).
-        let keys = match super::parse_i64(&inner[2]) {
-            Some(n) if n >= 0 && n as u64 <= (inner.len() - 3) as u64 => &inner[3..3 + n as usize],
+    let counted = spec.counted_keys(inner);
+    if spec.has(RUNS_SCRIPT) {
+        // `<script|function> numkeys key... arg...`: a count that is not one, or more keys than given, names no keys
+        // (an empty list, as Redis answers, not an error).
+        let keys = match counted {
+            Some(Ok(range)) => &inner[range],
             _ => &[],
         };
         return Value::Array(keys.iter().map(|k| Value::Bulk(k.clone())).collect());
     }
+    // Elsewhere a count the command would refuse, or one that names no key, is Redis's "invalid arguments".
+    if matches!(counted, Some(Err(()))) {
+        return Value::error(ERR_GETKEYS_INVALID);
+    }
     let idx = spec.key_indexes_in(inner);
     if idx.is_empty() {
-        return Value::error(ERR_GETKEYS_NO_KEYS);
+        return Value::error(if counted.is_some() { ERR_GETKEYS_INVALID } else { ERR_GETKEYS_NO_KEYS });
     }
     Value::Array(idx.into_iter().map(|i| Value::Bulk(inner[i].clone())).collect())
 }

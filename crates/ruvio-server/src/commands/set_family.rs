@@ -38,7 +38,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), "Stores the intersect of multiple sets in a key.", sinterstore),
     cmd!("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), "Stores the union of multiple sets in a key.", sunionstore),
     cmd!("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), "Stores the difference of multiple sets in a key.", sdiffstore),
-    cmd!("sintercard", -3, READONLY, (2, 2, 1), "Returns the number of members of the intersect of multiple sets.", sintercard),
+    cmd!("sintercard", -3, READONLY | NUMKEYS_AT_1, (0, 0, 0), "Returns the number of members of the intersect of multiple sets.", sintercard),
     cmd!("sscan", -3, READONLY, (1, 1, 1), "Iterates over members of a set.", sscan),
 ];
 

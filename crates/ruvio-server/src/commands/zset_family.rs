@@ -23,7 +23,8 @@ macro_rules! cmd {
     };
 }
 
-// Commands whose keys follow a `numkeys` argument list their first key only: the key-spec triple cannot say more.
+// Commands whose keys follow a `numkeys` argument say so with a flag (NUMKEYS_AT_1/2, Redis's `movablekeys`); their
+// fixed key positions are Redis's legacy ones (0,0,0, or the destination).
 pub static COMMANDS: &[CommandSpec] = &[
     cmd!("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", zadd),
     cmd!("zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), "Increments the score of a member in a sorted set.", zincrby),
@@ -47,17 +48,17 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("zremrangebylex", 4, WRITE, (1, 1, 1), "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", zremrangebylex),
     cmd!("zpopmin", -2, WRITE | FAST, (1, 1, 1), "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmin),
     cmd!("zpopmax", -2, WRITE | FAST, (1, 1, 1), "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", zpopmax),
-    cmd!("zmpop", -4, WRITE, (2, 2, 1), "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zmpop),
+    cmd!("zmpop", -4, WRITE | NUMKEYS_AT_1, (0, 0, 0), "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", zmpop),
     cmd!("bzpopmin", -3, WRITE | NOSCRIPT | FAST | BLOCKING, (1, -2, 1), "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzpopmin),
     cmd!("bzpopmax", -3, WRITE | NOSCRIPT | FAST | BLOCKING, (1, -2, 1), "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", bzpopmax),
-    cmd!("bzmpop", -5, WRITE | BLOCKING, (3, 3, 1), "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpop),
-    cmd!("zunion", -3, READONLY, (2, 2, 1), "Returns the union of multiple sorted sets.", zunion),
-    cmd!("zinter", -3, READONLY, (2, 2, 1), "Returns the intersect of multiple sorted sets.", zinter),
-    cmd!("zdiff", -3, READONLY, (2, 2, 1), "Returns the difference between multiple sorted sets.", zdiff),
-    cmd!("zunionstore", -4, WRITE | DENYOOM, (1, 1, 1), "Stores the union of multiple sorted sets in a key.", zunionstore),
-    cmd!("zinterstore", -4, WRITE | DENYOOM, (1, 1, 1), "Stores the intersect of multiple sorted sets in a key.", zinterstore),
-    cmd!("zdiffstore", -4, WRITE | DENYOOM, (1, 1, 1), "Stores the difference of multiple sorted sets in a key.", zdiffstore),
-    cmd!("zintercard", -3, READONLY, (2, 2, 1), "Returns the number of members of the intersect of multiple sorted sets.", zintercard),
+    cmd!("bzmpop", -5, WRITE | BLOCKING | NUMKEYS_AT_2, (0, 0, 0), "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", bzmpop),
+    cmd!("zunion", -3, READONLY | NUMKEYS_AT_1, (0, 0, 0), "Returns the union of multiple sorted sets.", zunion),
+    cmd!("zinter", -3, READONLY | NUMKEYS_AT_1, (0, 0, 0), "Returns the intersect of multiple sorted sets.", zinter),
+    cmd!("zdiff", -3, READONLY | NUMKEYS_AT_1, (0, 0, 0), "Returns the difference between multiple sorted sets.", zdiff),
+    cmd!("zunionstore", -4, WRITE | DENYOOM | NUMKEYS_AT_2, (1, 1, 1), "Stores the union of multiple sorted sets in a key.", zunionstore),
+    cmd!("zinterstore", -4, WRITE | DENYOOM | NUMKEYS_AT_2, (1, 1, 1), "Stores the intersect of multiple sorted sets in a key.", zinterstore),
+    cmd!("zdiffstore", -4, WRITE | DENYOOM | NUMKEYS_AT_2, (1, 1, 1), "Stores the difference of multiple sorted sets in a key.", zdiffstore),
+    cmd!("zintercard", -3, READONLY | NUMKEYS_AT_1, (0, 0, 0), "Returns the number of members of the intersect of multiple sorted sets.", zintercard),
     cmd!("zrandmember", -2, READONLY, (1, 1, 1), "Returns one or more random members from a sorted set.", zrandmember),
     cmd!("zscan", -3, READONLY, (1, 1, 1), "Iterates over members and scores of a sorted set.", zscan),
 ];
