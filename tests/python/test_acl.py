@@ -340,3 +340,61 @@ def _check_getkeys(conn) -> None:
     for bad in (("ZUNION", "abc", "a"), ("ZUNION", "5", "a", "b"), ("ZUNION", "0", "a"), ("LMPOP", "-1", "a", "LEFT")):
         assert getkeys(*bad) == "Invalid arguments specified for command", bad
     assert getkeys("EVAL", "return 1", "5", "a") == [], "a script's bad count names no keys, as Redis answers"
+
+
+# Read and write key permissions (%R~, %W~) per key, as Redis 7.0 derives them from each command's key
+# specifications: reading a key's contents needs read permission, changing it write permission, both for a command
+# that does both (LPOP, INCR, GETDEL), neither for one that only looks at its existence or size (EXISTS, STRLEN).
+KEY_ACCESS_CASES = [
+    (("LPUSH", "write:l", "x"), None),
+    (("LPOP", "write:l"), "write:l"),
+    (("LPOP", "rw:l"), None),
+    (("GETDEL", "write:s"), "write:s"),
+    (("INCR", "write:n"), "write:n"),
+    (("INCR", "rw:n"), None),
+    (("SET", "write:s", "v"), None),
+    (("SET", "write:s", "v", "GET"), "write:s"),
+    (("SET", "read:s", "v"), "read:s"),
+    (("GET", "read:s"), None),
+    (("GET", "write:s"), "write:s"),
+    (("EXISTS", "write:s", "read:s"), None),
+    (("STRLEN", "write:s"), None),
+    (("EXISTS", "nothing"), "nothing"),
+    (("COPY", "read:s", "write:c"), None),
+    (("COPY", "write:s", "read:c"), "write:s"),
+    (("LMOVE", "rw:l", "write:l2", "LEFT", "LEFT"), None),
+    (("LMOVE", "read:l", "write:l2", "LEFT", "LEFT"), "read:l"),
+    (("SINTERSTORE", "write:d", "read:a", "rw:b"), None),
+    (("SINTERSTORE", "read:d", "read:a"), "read:d"),
+    (("ZUNIONSTORE", "write:d", "2", "read:a", "write:b"), "write:b"),
+    (("BITFIELD", "read:b", "GET", "u4", "0"), None),
+    (("BITFIELD", "read:b", "SET", "u4", "0", "1"), "read:b"),
+    (("BITFIELD", "write:b", "SET", "u4", "0", "1"), "write:b"),
+    (("BITFIELD", "rw:b", "INCRBY", "u4", "0", "1"), None),
+    (("SORT", "read:l", "STORE", "write:d"), None),
+    (("SORT", "write:l", "STORE", "write:d"), "write:l"),
+    (("RENAME", "rw:a", "write:b"), None),
+    (("RENAME", "read:a", "write:b"), "read:a"),
+]
+
+
+@pytest.mark.parametrize("call,denied_key", KEY_ACCESS_CASES, ids=[" ".join(c[0][:2]) + (" ..." if len(c[0]) > 2 else "") for c in KEY_ACCESS_CASES])
+def test_read_and_write_key_permissions_follow_what_the_command_does_to_each_key(server_factory, call, denied_key):
+    admin = client(server_factory())
+    admin.execute_command("ACL", "SETUSER", "split", "on", "nopass", "+@all", "%R~read*", "%W~write*", "~rw*")
+    reply = text(admin.execute_command("ACL", "DRYRUN", "split", *call))
+    expected = "OK" if denied_key is None else f"This user has no permissions to access the '{denied_key}' key"
+    assert reply == expected
+
+
+def test_sort_by_and_get_patterns_need_read_access_to_every_key(server_factory):
+    srv = server_factory()
+    admin = client(srv)
+    admin.rpush("mylist", 1)
+    admin.set("v1", 10)
+    admin.execute_command("ACL", "SETUSER", "sorter", "on", ">pw", "+sort", "~mylist", "%W~*")
+    sorter = client(srv, username="sorter", password="pw")
+    with pytest.raises(redis.exceptions.ResponseError, match="BY option of SORT denied"):
+        sorter.execute_command("SORT", "mylist", "BY", "v*")
+    admin.execute_command("ACL", "SETUSER", "sorter", "resetkeys", "~mylist", "%R~*")
+    assert sorter.execute_command("SORT", "mylist", "BY", "v*") == [b"1"]

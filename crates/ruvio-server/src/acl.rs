@@ -42,7 +42,7 @@ fn cat_bit(name: &str) -> u64 {
 /// container's group).
 pub fn category_bits(spec: &CommandSpec, parent: Option<&CommandSpec>) -> u64 {
     let mut bits = 0;
-    let flag_cats: [(u32, &str); 10] = [
+    let flag_cats: [(u64, &str); 10] = [
         (flags::DANGEROUS, "dangerous"),
         (flags::ON_COLLECTIONS, "list"),
         (flags::ON_COLLECTIONS, "set"),
@@ -220,8 +220,11 @@ impl Perms {
         table().entries.iter().enumerate().any(|(i, (_, _, b))| b & cat_bit("coordination") != 0 && self.get(i))
     }
 
-    pub fn may_access_key(&self, key: &[u8], write: bool) -> bool {
-        self.all_keys || self.keys.iter().any(|k| (if write { k.write } else { k.read }) && glob_match(&k.pattern, key, false))
+    /// Whether one of the selector's key patterns matches `key` and grants all of `access` by itself (Redis's
+    /// rule: `%R~a* %W~b*` does not let a command both read and write `ab`).
+    pub fn may_access_key(&self, key: &[u8], access: commands::KeyAccess) -> bool {
+        self.all_keys
+            || self.keys.iter().any(|k| (k.read || !access.read) && (k.write || !access.write) && glob_match(&k.pattern, key, false))
     }
 
     /// Whether this user may run `resolved` with `args`: the command, then its keys (read or write as the
@@ -255,8 +258,7 @@ impl Perms {
             return Err((0, Denial::Command(resolved.full_name())));
         }
         if !self.all_keys {
-            let write = spec.has(flags::WRITE);
-            if let Some(i) = spec.key_indexes_in(args).into_iter().find(|&i| !self.may_access_key(&args[i], write)) {
+            if let Some((i, _)) = spec.keys_with_access(args).into_iter().find(|&(i, access)| !self.may_access_key(&args[i], access)) {
                 return Err((i, Denial::Key(args[i].clone())));
             }
         }
@@ -275,9 +277,10 @@ impl Perms {
         std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_channels || s.may_access_channel(name, pattern))
     }
 
-    /// Every key, through the user's own rules or a selector (SORT's BY and GET patterns need it, as in Redis).
-    pub fn any_all_keys(&self) -> bool {
-        std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_keys)
+    /// Read access to every key (`~*`, `allkeys` or `%R~*`), through the user's own rules or a selector: SORT's BY
+    /// and GET patterns need it, as in Redis.
+    pub fn any_reads_all_keys(&self) -> bool {
+        std::iter::once(self).chain(self.selectors.iter()).any(|s| s.all_keys || s.keys.iter().any(|k| k.read && k.pattern[..] == b"*"[..]))
     }
 
     /// Every channel, through the user's own rules or a selector.
@@ -1011,7 +1014,7 @@ mod tests {
         let p = acl.get("locker").unwrap().perms();
         assert!(p.may_run(commands::lookup(b"lease").unwrap()));
         assert!(!p.may_run(commands::lookup(b"set").unwrap()));
-        assert!(p.may_access_key(b"lock:a", true) && !p.may_access_key(b"other", false));
+        assert!(p.may_access_key(b"lock:a", commands::KeyAccess::READ_WRITE) && !p.may_access_key(b"other", commands::KeyAccess::READ));
         assert_eq!(p.commands_text(), "-@all +@lock");
         assert!(acl.set_user("x", &["+@nosuch".into()]).is_err());
         acl.set_user("x", &["+@all".into(), "-@admin".into()]).unwrap();

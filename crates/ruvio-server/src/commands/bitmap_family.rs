@@ -26,8 +26,8 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("getbit", 3, READONLY | FAST, (1, 1, 1), "bitmap", "Returns a bit value by offset.", getbit),
     cmd!("bitcount", -2, READONLY, (1, 1, 1), "bitmap", "Counts the number of set bits (population counting) in a string.", bitcount),
     cmd!("bitpos", -3, READONLY, (1, 1, 1), "bitmap", "Finds the first set (1) or clear (0) bit in a string.", bitpos),
-    cmd!("bitop", -4, WRITE | DENYOOM, (2, -1, 1), "bitmap", "Performs bitwise operations on multiple strings, and stores the result.", bitop),
-    cmd!("bitfield", -2, WRITE | DENYOOM, (1, 1, 1), "bitmap", "Performs arbitrary bitfield integer operations on strings.", bitfield),
+    cmd!("bitop", -4, WRITE | DENYOOM | DEST_FIRST, (2, -1, 1), "bitmap", "Performs bitwise operations on multiple strings, and stores the result.", bitop),
+    cmd!("bitfield", -2, WRITE | DENYOOM | SUBCOMMANDS_WRITE, (1, 1, 1), "bitmap", "Performs arbitrary bitfield integer operations on strings.", bitfield),
     cmd!("bitfield_ro", -2, READONLY | FAST, (1, 1, 1), "bitmap", "Performs arbitrary read-only bitfield integer operations on strings.", bitfield_ro),
     cmd!("lcs", -3, READONLY, (1, 2, 1), "string", "Finds the longest common substring.", lcs),
 ];

@@ -40,76 +40,97 @@ use crate::errors::*;
 
 /// Command flags, as in Redis's command metadata.
 pub mod flags {
-    pub const WRITE: u32 = 1 << 0;
-    pub const READONLY: u32 = 1 << 1;
-    pub const ADMIN: u32 = 1 << 2;
-    pub const PUBSUB: u32 = 1 << 3;
-    pub const NOAUTH: u32 = 1 << 4;
-    pub const FAST: u32 = 1 << 5;
-    pub const BLOCKING: u32 = 1 << 6;
+    pub const WRITE: u64 = 1 << 0;
+    pub const READONLY: u64 = 1 << 1;
+    pub const ADMIN: u64 = 1 << 2;
+    pub const PUBSUB: u64 = 1 << 3;
+    pub const NOAUTH: u64 = 1 << 4;
+    pub const FAST: u64 = 1 << 5;
+    pub const BLOCKING: u64 = 1 << 6;
     /// Allowed while the data set is loading.
-    pub const LOADING: u32 = 1 << 7;
+    pub const LOADING: u64 = 1 << 7;
     /// Runs immediately even inside MULTI (EXEC, DISCARD, MULTI, WATCH, QUIT, RESET).
-    pub const NO_QUEUE: u32 = 1 << 8;
+    pub const NO_QUEUE: u64 = 1 << 8;
     /// Allowed on a RESP2 connection in subscribed mode.
-    pub const SUBSCRIBED_OK: u32 = 1 << 9;
+    pub const SUBSCRIBED_OK: u64 = 1 << 9;
     /// May grow memory.
-    pub const DENYOOM: u32 = 1 << 10;
+    pub const DENYOOM: u64 = 1 << 10;
     /// Not allowed inside MULTI.
-    pub const NO_MULTI: u32 = 1 << 11;
-    pub const STALE: u32 = 1 << 12;
+    pub const NO_MULTI: u64 = 1 << 11;
+    pub const STALE: u64 = 1 << 12;
     /// A write-log record (LOCKSET, ...): sent by persistence replay and replication, not by applications.
-    pub const INTERNAL: u32 = 1 << 13;
+    pub const INTERNAL: u64 = 1 << 13;
     /// May not be called from a script (Redis's `noscript`): scripting itself, transactions, subscriptions,
     /// connection state, persistence and replication control (a REPLICAOF inside a script would make a replica
     /// log a record of its own), CONFIG, SHUTDOWN, WAIT.
-    pub const NOSCRIPT: u32 = 1 << 14;
+    pub const NOSCRIPT: u64 = 1 << 14;
     /// Argument 2 is a fencing token (RENEW, RELEASE, IFGT). A script may pass it as a string or as a Lua number
     /// below 2^53; a larger Lua number is refused, since a double that large may already be another token rounded
     /// (`script_host`). Not shown by COMMAND.
-    pub const TOKEN_ARG: u32 = 1 << 15;
+    pub const TOKEN_ARG: u64 = 1 << 15;
     /// Where [`TOKEN_ARG`] is.
     pub const TOKEN_ARG_INDEX: usize = 2;
     /// Only `ruvio coordinator` needs it (REPLICATION LEASE/PROMISE/...): the ACL category `@coordination`, which
     /// no user has unless configured (acl.rs).
-    pub const COORDINATION: u32 = 1 << 16;
+    pub const COORDINATION: u64 = 1 << 16;
     /// Argument 1 is a channel the command publishes to (PUBLISH): the ACL's channel rules (`&pattern`) apply
     /// to it (acl.rs). Not shown by COMMAND.
-    pub const CHANNEL_PUBLISH: u32 = 1 << 17;
+    pub const CHANNEL_PUBLISH: u64 = 1 << 17;
     /// Arguments 1.. are channels the command subscribes to (SUBSCRIBE): the ACL's channel rules apply.
-    pub const CHANNEL_SUBSCRIBE: u32 = 1 << 18;
+    pub const CHANNEL_SUBSCRIBE: u64 = 1 << 18;
     /// Arguments 1.. are patterns the command subscribes to (PSUBSCRIBE): each is allowed only by the very same
     /// ACL channel pattern, as in Redis.
-    pub const PATTERN_SUBSCRIBE: u32 = 1 << 19;
+    pub const PATTERN_SUBSCRIBE: u64 = 1 << 19;
     /// Shown to MONITOR before it runs rather than after (Redis's EVAL and FCALL feed the monitors themselves
     /// first, with `skip_monitor` in their table entry), so the commands its script runs follow it.
-    pub const MONITOR_FIRST: u32 = 1 << 20;
+    pub const MONITOR_FIRST: u64 = 1 << 20;
     /// May run while a script is busy (past `busy-reply-threshold`), when everything else gets `-BUSY` (Redis's
     /// `allow_busy`): the kill and stats commands, SHUTDOWN (NOSAVE), and what keeps a connection's state sane
     /// (MULTI, DISCARD, UNWATCH, AUTH, HELLO, QUIT, RESET), so a pipelined transaction is never half-queued. Such a
     /// command must not wait for the store lock (the script holds it): WATCH, which registers on keys, is left
     /// out, and UNWATCH's release of watched keys is deferred while a script runs (transaction_family.rs).
-    pub const ALLOW_BUSY: u32 = 1 << 21;
+    pub const ALLOW_BUSY: u64 = 1 << 21;
     /// Argument 2 counts the keys that follow it (EVAL, EVALSHA, FCALL and their `_RO` forms, BLMPOP, BZMPOP,
     /// ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE after their destination: Redis's `keynum` key spec, shown by COMMAND as
     /// `movablekeys`): the ACL checks every counted key and COMMAND GETKEYS lists them.
-    pub const NUMKEYS_AT_2: u32 = 1 << 22;
+    pub const NUMKEYS_AT_2: u64 = 1 << 22;
     /// Argument 1 counts the keys that follow it (ZUNION, ZINTER, ZDIFF, ZINTERCARD, SINTERCARD, LMPOP, ZMPOP), as
     /// [`NUMKEYS_AT_2`].
-    pub const NUMKEYS_AT_1: u32 = 1 << 27;
+    pub const NUMKEYS_AT_1: u64 = 1 << 27;
+
+    // What the ACL asks of each key (Redis derives it from each key specification's flags: `access` needs read
+    // permission, `insert`, `update` and `delete` write permission; the flags below copy Redis 7.0's key
+    // specifications, see `CommandSpec::keys_with_access`). By default a read command's keys need read permission
+    // and a write command's both. Not shown by COMMAND.
+
+    /// Its keys' contents are not read (key specifications without `access`): a write command needs only write
+    /// permission (`%W~`: LPUSH, DEL, EXPIRE, ...), a read command any pattern that matches (EXISTS, TYPE, LLEN).
+    pub const KEYS_NOT_READ: u64 = 1 << 28;
+    /// Its first key is a destination it writes without reading; the others it only reads (SINTERSTORE,
+    /// ZUNIONSTORE, ZRANGESTORE, BITOP's keys).
+    pub const DEST_FIRST: u64 = 1 << 29;
+    /// Its last key is a destination it writes without reading; the others it reads and changes (LMOVE, RENAME,
+    /// SMOVE, RPOPLPUSH).
+    pub const MOVES_TO_LAST: u64 = 1 << 30;
+    /// Its last key is a destination it writes without reading; the others it only reads (COPY).
+    pub const COPIES_TO_LAST: u64 = 1 << 31;
+    /// Writes its key without reading it, unless a `GET` argument asks for the old value (SET).
+    pub const GET_OPTION_READS: u64 = 1 << 32;
+    /// Only reads its key unless a `SET` or `INCRBY` subcommand writes it (BITFIELD).
+    pub const SUBCOMMANDS_WRITE: u64 = 1 << 33;
     /// Runs a Lua script (EVAL, EVALSHA, FCALL and their `_RO` forms): an EXEC that queued one runs on a script
     /// thread, as the script alone would (transaction_family.rs). Not shown by COMMAND.
-    pub const RUNS_SCRIPT: u32 = 1 << 23;
+    pub const RUNS_SCRIPT: u64 = 1 << 23;
     /// The argument after a `STORE` token is a key too (SORT's destination, Redis's `sortGetKeys`): the ACL and
     /// COMMAND GETKEYS see it, and COMMAND shows `movablekeys`.
-    pub const STORE_KEY: u32 = 1 << 24;
+    pub const STORE_KEY: u64 = 1 << 24;
     /// In the `@dangerous` ACL category without being an admin command (SORT, SORT_RO: their patterns read keys
     /// the ACL cannot check beforehand).
-    pub const DANGEROUS: u32 = 1 << 25;
+    pub const DANGEROUS: u64 = 1 << 25;
     /// In the `@list`, `@set` and `@sortedset` categories instead of its group's (SORT, SORT_RO).
-    pub const ON_COLLECTIONS: u32 = 1 << 26;
+    pub const ON_COLLECTIONS: u64 = 1 << 26;
 
-    pub const NAMES: &[(u32, &str)] = &[
+    pub const NAMES: &[(u64, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
@@ -135,7 +156,7 @@ pub struct CommandSpec {
     pub name: &'static str,
     /// Redis convention: N means exactly N arguments (name included), -N means at least N.
     pub arity: i32,
-    pub flags: u32,
+    pub flags: u64,
     /// Key positions: first key, last key (negative counts from the end), step. 0,0,0 when there are no keys.
     pub keys: (i32, i32, i32),
     /// Command group as in COMMAND DOCS (`string`, `generic`, `connection`, ...).
@@ -146,7 +167,7 @@ pub struct CommandSpec {
 }
 
 impl CommandSpec {
-    pub fn has(&self, flag: u32) -> bool {
+    pub fn has(&self, flag: u64) -> bool {
         self.flags & flag != 0
     }
 
@@ -218,9 +239,76 @@ impl CommandSpec {
         idx
     }
 
+    /// Each key argument's index in `args` ([`CommandSpec::key_indexes_in`]) with the permission the ACL needs for
+    /// it, as Redis 7.0's key specifications say (see the flags from [`flags::KEYS_NOT_READ`] on). SORT's `STORE`
+    /// destination is written without being read and its other keys are read.
+    pub fn keys_with_access(&self, args: &[Bytes]) -> Vec<(usize, KeyAccess)> {
+        let idx = self.key_indexes_in(args);
+        let store = if self.has(flags::STORE_KEY) { sort_family::store_key_index(args) } else { None };
+        let writes = self.has(flags::WRITE);
+        let uniform = if self.has(flags::GET_OPTION_READS) {
+            KeyAccess { read: args.iter().skip(3).any(|a| eq_ic(a, "get")), write: true }
+        } else if self.has(flags::SUBCOMMANDS_WRITE) {
+            KeyAccess { read: true, write: !bitfield_only_reads(args) }
+        } else {
+            KeyAccess { read: !self.has(flags::KEYS_NOT_READ), write: writes }
+        };
+        let last = idx.len().saturating_sub(1);
+        idx.into_iter()
+            .enumerate()
+            .map(|(n, i)| {
+                let access = if store == Some(i) {
+                    KeyAccess::WRITE
+                } else if self.has(flags::STORE_KEY) {
+                    KeyAccess::READ
+                } else if self.has(flags::DEST_FIRST) {
+                    if n == 0 { KeyAccess::WRITE } else { KeyAccess::READ }
+                } else if self.has(flags::MOVES_TO_LAST) {
+                    if n == last { KeyAccess::WRITE } else { KeyAccess::READ_WRITE }
+                } else if self.has(flags::COPIES_TO_LAST) {
+                    if n == last { KeyAccess::WRITE } else { KeyAccess::READ }
+                } else {
+                    uniform
+                };
+                (i, access)
+            })
+            .collect()
+    }
+
     pub fn find_subcommand(&self, name: &[u8]) -> Option<&'static CommandSpec> {
         self.subcommands.iter().find(|s| s.name.as_bytes().eq_ignore_ascii_case(name))
     }
+}
+
+/// The permissions the ACL needs for one key argument: read (its contents reach the caller or decide what the
+/// command does), write (it is changed). Neither: any key pattern that matches allows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyAccess {
+    pub read: bool,
+    pub write: bool,
+}
+
+impl KeyAccess {
+    pub const READ: KeyAccess = KeyAccess { read: true, write: false };
+    pub const WRITE: KeyAccess = KeyAccess { read: false, write: true };
+    pub const READ_WRITE: KeyAccess = KeyAccess { read: true, write: true };
+}
+
+/// Whether a BITFIELD call only reads (Redis's `bitfieldGetKeys`: GET and OVERFLOW subcommands only; anything it
+/// cannot read as one of those counts as a write, the safe side).
+fn bitfield_only_reads(args: &[Bytes]) -> bool {
+    let mut i = 2;
+    while i < args.len() {
+        let remaining = args.len() - i - 1;
+        if eq_ic(&args[i], "get") && remaining >= 2 {
+            i += 3;
+        } else if eq_ic(&args[i], "overflow") && remaining >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
 }
 
 /// Every command family; the one list the rest of the server reads.
@@ -491,6 +579,36 @@ pub fn reply(r: Result<Value, Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_access_flags_describe_commands_that_have_such_keys() {
+        let layout = flags::DEST_FIRST | flags::MOVES_TO_LAST | flags::COPIES_TO_LAST;
+        let by_args = flags::GET_OPTION_READS | flags::SUBCOMMANDS_WRITE;
+        for spec in all().flat_map(|s| std::iter::once(s).chain(s.subcommands.iter())) {
+            let set = |f: u64| (spec.flags & f).count_ones();
+            assert!(set(layout) + set(by_args) + set(flags::KEYS_NOT_READ) <= 1, "{}: one key-access rule at most", spec.name);
+            if spec.has(flags::MOVES_TO_LAST | flags::COPIES_TO_LAST) {
+                assert!(spec.keys.0 >= 1 && spec.keys.1 > spec.keys.0, "{}: a source and a destination", spec.name);
+            }
+            if spec.has(layout | by_args) {
+                assert!(spec.has(flags::WRITE), "{}: only a write has a destination or writes by its arguments", spec.name);
+            }
+        }
+        let args = |a: &[&str]| a.iter().map(|s| Bytes::copy_from_slice(s.as_bytes())).collect::<Vec<_>>();
+        let set = lookup(b"set").unwrap();
+        assert_eq!(set.keys_with_access(&args(&["set", "k", "v"])), vec![(1, KeyAccess::WRITE)]);
+        assert_eq!(set.keys_with_access(&args(&["set", "k", "v", "EX", "1", "get"])), vec![(1, KeyAccess::READ_WRITE)]);
+        let bitfield = lookup(b"bitfield").unwrap();
+        assert_eq!(bitfield.keys_with_access(&args(&["bitfield", "k", "get", "u4", "0", "overflow", "sat"])), vec![(1, KeyAccess::READ)]);
+        assert_eq!(bitfield.keys_with_access(&args(&["bitfield", "k", "get", "u4", "0", "incrby", "u4", "0", "1"])), vec![(1, KeyAccess::READ_WRITE)]);
+        let sort = lookup(b"sort").unwrap();
+        assert_eq!(sort.keys_with_access(&args(&["sort", "src", "store", "dst"])), vec![(1, KeyAccess::READ), (3, KeyAccess::WRITE)]);
+        let zunionstore = lookup(b"zunionstore").unwrap();
+        assert_eq!(
+            zunionstore.keys_with_access(&args(&["zunionstore", "d", "2", "a", "b"])),
+            vec![(1, KeyAccess::WRITE), (3, KeyAccess::READ), (4, KeyAccess::READ)]
+        );
+    }
 
     #[test]
     fn lookup_answers_the_same_from_its_recent_names_as_from_the_table() {

@@ -10,12 +10,12 @@ use super::context::Ctx;
 use crate::keyspace::{CompactBytes, Data};
 
 static SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec { name: "encoding", arity: 3, flags: READONLY, keys: (2, 2, 1), group: "generic", summary: "Returns the internal encoding of a Redis object.", handler: encoding, subcommands: &[] },
+    CommandSpec { name: "encoding", arity: 3, flags: READONLY | KEYS_NOT_READ, keys: (2, 2, 1), group: "generic", summary: "Returns the internal encoding of a Redis object.", handler: encoding, subcommands: &[] },
     CommandSpec { name: "help", arity: 2, flags: LOADING | STALE, keys: (0, 0, 0), group: "generic", summary: "Returns helpful text about the different subcommands.", handler: help, subcommands: &[] },
 ];
 
 static MEMORY_SUBCOMMANDS: &[CommandSpec] = &[
-    CommandSpec { name: "usage", arity: -3, flags: READONLY, keys: (2, 2, 1), group: "server", summary: "Estimates the memory usage of a key.", handler: memory_usage, subcommands: &[] },
+    CommandSpec { name: "usage", arity: -3, flags: READONLY | KEYS_NOT_READ, keys: (2, 2, 1), group: "server", summary: "Estimates the memory usage of a key.", handler: memory_usage, subcommands: &[] },
 ];
 
 pub static COMMANDS: &[CommandSpec] = &[

@@ -126,7 +126,7 @@ fn sort_generic(ctx: &mut Ctx, readonly: bool) -> Value {
     let mut dontsort = false;
     let mut store: Option<&Bytes> = None;
     let mut gets: Vec<&[u8]> = Vec::new();
-    let full_keys = ctx.client.user.as_ref().is_none_or(|u| u.perms().any_all_keys());
+    let full_keys = ctx.client.user.as_ref().is_none_or(|u| u.perms().any_reads_all_keys());
     let mut j = 2;
     while j < args.len() {
         let left = args.len() - j - 1;

@@ -28,7 +28,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("multi", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "Starts a transaction.", multi),
     cmd!("exec", 1, LOADING | STALE | NO_QUEUE | NOSCRIPT, (0, 0, 0), "Executes all commands in a transaction.", exec),
     cmd!("discard", 1, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "Discards a transaction.", discard),
-    cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
+    cmd!("watch", -2, FAST | LOADING | STALE | NO_QUEUE | NOSCRIPT | KEYS_NOT_READ, (1, -1, 1), "Monitors changes to keys to determine the execution of a transaction.", watch),
     cmd!("unwatch", 1, FAST | LOADING | STALE | NOSCRIPT | ALLOW_BUSY, (0, 0, 0), "Forgets about watched keys of a transaction.", unwatch),
 ];
 
