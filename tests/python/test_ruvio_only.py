@@ -117,8 +117,10 @@ def test_incrbyfloat_prints_at_most_17_significant_digits(server):
         assert c.call("INCRBYFLOAT", "g", "0") == b"17976931348623157" + b"0" * 292
 
 
-def test_an_idle_connection_costs_little_memory(server):
+def test_an_idle_connection_costs_little_memory(server_factory):
     import socket
+    # A fresh server: the shared one's heap, after hundreds of tests, moved the figure by a couple of KB.
+    server = server_factory()
     pid = server.pid
 
     def rss():
@@ -143,8 +145,9 @@ def test_an_idle_connection_costs_little_memory(server):
     per_conn = (rss() - before) / len(socks)
     for s in socks:
         s.close()
-    # Both 16 KB buffers allocated up front cost about 11 KB per idle connection; lazily, about 4 KB.
-    assert per_conn < 8 * 1024, per_conn
+    # Both 16 KB buffers allocated up front cost about 11 KB more per idle connection. Lazily, 6.4-6.6 KB on a fresh
+    # server (2026-12-06, the builds before and after that day's changes alike; 8.2 KB once on the shared server).
+    assert per_conn < 10 * 1024, per_conn
 
 
 def test_internal_log_records_are_hidden_from_command(server):
