@@ -375,6 +375,17 @@ KEY_ACCESS_CASES = [
     (("SORT", "write:l", "STORE", "write:d"), "write:l"),
     (("RENAME", "rw:a", "write:b"), None),
     (("RENAME", "read:a", "write:b"), "read:a"),
+    # A script's declared keys: Redis cannot tell what the script does with them, so EVAL, EVALSHA and FCALL assume
+    # the worst (read and write); their _RO forms only read.
+    (("EVAL", "return 1", "1", "rw:k"), None),
+    (("EVAL", "return 1", "1", "read:k"), "read:k"),
+    (("EVAL", "return 1", "2", "rw:k", "write:k"), "write:k"),
+    (("EVAL_RO", "return 1", "1", "read:k"), None),
+    (("EVAL_RO", "return 1", "1", "write:k"), "write:k"),
+    (("EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "1", "read:k"), "read:k"),
+    (("EVALSHA_RO", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "1", "read:k"), None),
+    (("FCALL", "f", "1", "read:k"), "read:k"),
+    (("FCALL_RO", "f", "1", "read:k"), None),
 ]
 
 

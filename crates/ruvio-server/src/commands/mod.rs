@@ -213,13 +213,14 @@ impl CommandSpec {
     }
 
     /// The indexes of the counted keys: `Some(Ok(range))` when the count is a number from 0 to the arguments after
-    /// it, `Some(Err(()))` when it is not (the command will refuse to run), `None` when the command counts no keys.
-    /// The count is read with [`parse_i64`], as every such command's own parser reads it.
-    pub fn counted_keys(&self, args: &[Bytes]) -> Option<Result<std::ops::Range<usize>, ()>> {
+    /// it, `Some(Err(first))` when it is not (the command will refuse to run; `first` is the index after the count),
+    /// `None` when the command counts no keys. The count is read with [`parse_i64`], as every such command's own
+    /// parser reads it.
+    pub fn counted_keys(&self, args: &[Bytes]) -> Option<Result<std::ops::Range<usize>, usize>> {
         let at = self.numkeys_at()?;
         let after = args.len().saturating_sub(at + 1);
         let n = args.get(at).and_then(|a| parse_i64(a)).filter(|&n| n >= 0 && n as u64 <= after as u64);
-        Some(n.map(|n| at + 1..at + 1 + n as usize).ok_or(()))
+        Some(n.map(|n| at + 1..at + 1 + n as usize).ok_or(at + 1))
     }
 
     /// Indexes of the key arguments in `args`: the fixed positions, the counted keys, and for `STORE_KEY` the
@@ -227,29 +228,38 @@ impl CommandSpec {
     /// escape the ACL through a count this reads differently from the command (at worst such a call is refused with
     /// NOPERM instead of its syntax error).
     pub fn key_indexes_in(&self, args: &[Bytes]) -> Vec<usize> {
+        let (mut idx, store) = self.keys_and_store(args);
+        idx.extend(store);
+        idx
+    }
+
+    /// [`CommandSpec::key_indexes_in`] with `STORE_KEY`'s destination apart (the ACL treats it apart).
+    fn keys_and_store(&self, args: &[Bytes]) -> (Vec<usize>, Option<usize>) {
         let mut idx = self.key_indexes(args.len());
         match self.counted_keys(args) {
             Some(Ok(counted)) => idx.extend(counted),
-            Some(Err(())) => idx.extend(self.numkeys_at().map_or(args.len(), |at| at + 1)..args.len()),
+            Some(Err(first)) => idx.extend(first..args.len()),
             None => {}
         }
-        if self.has(flags::STORE_KEY) {
-            idx.extend(sort_family::store_key_index(args));
-        }
-        idx
+        let store = if self.has(flags::STORE_KEY) { sort_family::store_key_index(args) } else { None };
+        (idx, store)
     }
 
     /// Each key argument's index in `args` ([`CommandSpec::key_indexes_in`]) with the permission the ACL needs for
     /// it, as Redis 7.0's key specifications say (see the flags from [`flags::KEYS_NOT_READ`] on). SORT's `STORE`
     /// destination is written without being read and its other keys are read.
     pub fn keys_with_access(&self, args: &[Bytes]) -> Vec<(usize, KeyAccess)> {
-        let idx = self.key_indexes_in(args);
-        let store = if self.has(flags::STORE_KEY) { sort_family::store_key_index(args) } else { None };
+        let (mut idx, store) = self.keys_and_store(args);
+        idx.extend(store);
         let writes = self.has(flags::WRITE);
         let uniform = if self.has(flags::GET_OPTION_READS) {
             KeyAccess { read: args.iter().skip(3).any(|a| eq_ic(a, "get")), write: true }
         } else if self.has(flags::SUBCOMMANDS_WRITE) {
             KeyAccess { read: true, write: !bitfield_only_reads(args) }
+        } else if self.has(flags::RUNS_SCRIPT) {
+            // What a script does with its declared keys cannot be told: Redis assumes the worst (EVAL, EVALSHA and
+            // FCALL read and write them, the _RO forms read). The commands it runs are checked again one by one.
+            KeyAccess { read: true, write: !self.has(flags::READONLY) }
         } else {
             KeyAccess { read: !self.has(flags::KEYS_NOT_READ), write: writes }
         };

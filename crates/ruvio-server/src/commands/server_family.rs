@@ -585,7 +585,7 @@ fn command_getkeys(ctx: &mut Ctx) -> Value {
         return Value::Array(keys.iter().map(|k| Value::Bulk(k.clone())).collect());
     }
     // Elsewhere a count the command would refuse, or one that names no key, is Redis's "invalid arguments".
-    if matches!(counted, Some(Err(()))) {
+    if matches!(counted, Some(Err(_))) {
         return Value::error(ERR_GETKEYS_INVALID);
     }
     let idx = spec.key_indexes_in(inner);
