@@ -1,5 +1,5 @@
 """Every command the server lists, called with random arguments (keys, numbers at the edges, option words, random
-bytes), alone, inside MULTI and through a script's redis.pcall: the server answers each one, stays up, a replica ends
+bytes), alone, inside MULTI and through a script's redis.pcall, over RESP2 and RESP3: the server answers each one, stays up, a replica ends
 with the same keyspace, and a restart after kill -9 (appendfsync always) gives back the same keyspace.
 
 A hostile client's view of the whole command table at once; write_log.rs checks the same property for well-formed
@@ -101,8 +101,8 @@ def settled_keyspace(srv, other) -> dict[str, tuple]:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("seed", [3301, 3302])
-def test_random_arguments_to_every_command_keep_the_server_up_and_replica_and_log_in_step(server_factory, seed):
+@pytest.mark.parametrize("seed,protocol", [(3301, 2), (3302, 3)])
+def test_random_arguments_to_every_command_keep_the_server_up_and_replica_and_log_in_step(server_factory, seed, protocol):
     primary = server_factory("--appendonly", "yes", "--appendfsync", "always")
     replica = server_factory("--replicaof", "127.0.0.1", str(primary.port))
     listed = primary.client().command()
@@ -111,6 +111,7 @@ def test_random_arguments_to_every_command_keep_the_server_up_and_replica_and_lo
     names = [n for n in anywhere if n.decode() not in BLOCKING]
     rnd = random.Random(seed)
     with RawConn(primary.port, timeout=10) as c:
+        c.call(b"HELLO", str(protocol).encode())
         for _ in range(10_000):
             mode = rnd.random()
             if mode < 0.1:
