@@ -1,6 +1,7 @@
 """Every command the server lists, called with random arguments (keys, numbers at the edges, option words, random
-bytes), alone, inside MULTI and through a script's redis.pcall, over RESP2 and RESP3: the server answers each one, stays up, a replica ends
-with the same keyspace, and a restart after kill -9 (appendfsync always) gives back the same keyspace.
+bytes), alone, inside MULTI and through a script's redis.pcall, over RESP2 and RESP3: the server answers each one,
+stays up, a replica ends with the same keyspace, and a restart after kill -9 (appendfsync always) gives back the same
+keyspace.
 
 A hostile client's view of the whole command table at once; write_log.rs checks the same property for well-formed
 sequences of every write family. The seeds are fixed, so a failure can be replayed.
