@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import signal
 import time
+import zlib
 
 import pytest
 
@@ -39,10 +40,10 @@ MAXLEN GET SET INCRBY OVERFLOW WRAP SAT FAIL u8 i64 u63 #1 AND OR XOR NOT BIT BY
 STORE EX PX KEEPTTL IDX LEN MINMATCHLEN WITHMATCHLEN (1 [a - + ( [""".split()
 
 
-def random_argument(rnd: random.Random) -> bytes:
+def random_argument(rnd: random.Random, keys: list[bytes] = KEYS) -> bytes:
     c = rnd.random()
     if c < 0.3:
-        return rnd.choice(KEYS)
+        return rnd.choice(keys)
     if c < 0.5:
         return str(rnd.choice(NUMBERS)).encode()
     if c < 0.7:
@@ -52,8 +53,8 @@ def random_argument(rnd: random.Random) -> bytes:
     return b"x" * rnd.choice([0, 1, 100, 5000])
 
 
-def random_call(rnd: random.Random, names: list[bytes]) -> list[bytes]:
-    return [rnd.choice(names)] + [random_argument(rnd) for _ in range(rnd.randrange(8))]
+def random_call(rnd: random.Random, names: list[bytes], keys: list[bytes] = KEYS) -> list[bytes]:
+    return [rnd.choice(names)] + [random_argument(rnd, keys) for _ in range(rnd.randrange(8))]
 
 
 def without_remaining(reply):
@@ -141,3 +142,56 @@ def test_random_arguments_to_every_command_keep_the_server_up_and_replica_and_lo
     primary.proc = None
     primary.start()
     assert keyspace(primary) == live, "the log replays to the keyspace the clients were answered from"
+
+
+def secret_values(admin) -> dict[bytes, str]:
+    """Every secret key's type, value and whether it has a deadline, as the default user sees them."""
+    out = {}
+    for k in sorted(admin.scan_iter("secret:*")):
+        t = admin.type(k).decode()
+        v = {"string": lambda: admin.get(k), "list": lambda: admin.lrange(k, 0, -1), "set": lambda: sorted(admin.smembers(k)),
+             "zset": lambda: admin.zrange(k, 0, -1, withscores=True), "hash": lambda: sorted(admin.hgetall(k).items())}[t]()
+        out[k] = (t, repr(v), admin.pttl(k) >= 0)
+    return out
+
+
+@pytest.mark.parametrize("rules,may_read,may_write", [
+    (("~pub*",), False, False),
+    (("~pub*", "%R~secret:*"), True, False),
+    (("~pub*", "%W~secret:*"), False, True),
+], ids=["no secret keys", "secret keys read-only", "secret keys write-only"])
+def test_random_commands_of_a_restricted_user_never_read_or_change_what_its_key_rules_forbid(server_factory, rules, may_read, may_write):
+    """Secret values are upper-case (SECRET-...), key names lower-case: a reply with SECRET in it read a secret."""
+    srv = server_factory()
+    admin = srv.client()
+    admin.execute_command("ACL", "SETUSER", "u", "on", ">pw", "+@all", "&*", *rules)
+    for i in range(3):
+        admin.set(f"secret:s{i}", f"SECRET-s{i}")
+        admin.rpush(f"secret:l{i}", f"SECRET-l{i}", "x")
+        admin.sadd(f"secret:set{i}", f"SECRET-set{i}")
+        admin.zadd(f"secret:z{i}", {f"SECRET-z{i}": 1})
+        admin.hset(f"secret:h{i}", f"SECRET-hf{i}", f"SECRET-hv{i}")
+    before = secret_values(admin)
+    keys = [b"pub:a", b"pub:b", b"pub:c", *before, b"secret:*", b"*"]
+    # SWAPDB names no key: Redis lets any user with the command swap whole databases, secret keys and all.
+    anywhere = sorted(n.encode() for n in admin.command() if n.lower() not in LEFT_OUT | {"swapdb"})
+    names = [n for n in anywhere if n.decode() not in BLOCKING]
+    rnd = random.Random(zlib.crc32(" ".join(rules).encode()))
+    read = []
+    with RawConn(srv.port, timeout=10) as c:
+        assert c.call(b"AUTH", b"u", b"pw") == b"OK"
+        for _ in range(4000):
+            mode = rnd.random()
+            if mode < 0.1:
+                call = [b"EVAL", b"return redis.pcall(unpack(ARGV))", b"0", *random_call(rnd, anywhere, keys)]
+            elif mode < 0.15:
+                call = [b"EVAL", b"return redis.pcall(ARGV[1], KEYS[1], ARGV[2])", b"1", rnd.choice(keys),
+                        rnd.choice(anywhere), random_argument(rnd, keys)]
+            else:
+                call = random_call(rnd, names, keys)
+            reply = c.call(*call)
+            if b"SECRET" in repr(reply).encode():
+                read.append((call, reply))
+    assert may_read or not read, f"secrets read: {read[:3]}"
+    if not may_write:
+        assert secret_values(admin) == before, "a secret key changed"
