@@ -501,3 +501,39 @@ def test_blocking_commands_in_scripts(r):
     assert r.execute_command("EVAL", "return redis.call('blmpop', 0, 1, 'q', 'left')", "0") is None
     r.rpush("q", "x")
     assert r.execute_command("EVAL", "return redis.call('blmpop', 0, 1, 'q', 'left')", "0") == [b"q", [b"x"]]
+
+
+# ---- which check answers first (found by running random arguments against Ruvio and redis-server side by side) ----
+
+def test_argument_checks_answer_in_redis_order(r):
+    r.rpush("l", "a", "b")
+    r.set("s", "v")
+    # A pop count that is not a number is "out of range, must be positive", as a negative one (LPOP, RPOP, SPOP,
+    # ZPOPMIN, ZPOPMAX), even for a missing key.
+    for call in (("LPOP", "l", "x"), ("RPOP", "nokey", "x"), ("SPOP", "nokey", "x"), ("ZPOPMIN", "l", "x"),
+                 ("ZPOPMAX", "nokey", "")):
+        assert err(r, *call) == "value is out of range, must be positive", call
+    # LPOS: the option's name before its value; COUNT and MAXLEN say their own message for any bad value.
+    assert err(r, "LPOS", "l", "a", "FOO", "x") == "syntax error"
+    assert err(r, "LPOS", "l", "a", "COUNT", "x") == "COUNT can't be negative"
+    assert err(r, "LPOS", "l", "a", "MAXLEN", "x") == "MAXLEN can't be negative"
+    assert err(r, "LPOS", "l", "a", "RANK", "x") == "value is not an integer or out of range"
+    # LINDEX and LSET look at the key before the index.
+    assert r.execute_command("LINDEX", "nokey", "x") is None
+    assert err(r, "LINDEX", "s", "x") == WRONGTYPE
+    assert err(r, "LINDEX", "l", "x") == "value is not an integer or out of range"
+    assert err(r, "LSET", "nokey", "x", "v") == "no such key"
+    assert err(r, "LSET", "s", "x", "v") == WRONGTYPE
+    # BITPOS: a bit that is not a number, then one that is not 0 or 1.
+    assert err(r, "BITPOS", "s", "x") == "value is not an integer or out of range"
+    assert err(r, "BITPOS", "s", "2") == "The bit argument must be 1 or 0."
+    # ZINTERCARD reads its count as ZINTER does; SINTERCARD has one message.
+    assert err(r, "ZINTERCARD", "x", "k") == "value is not an integer or out of range"
+    assert err(r, "ZINTERCARD", "0", "k") == "at least 1 input key is needed for 'zintercard' command"
+    assert err(r, "ZINTERCARD", "3", "k") == "syntax error"
+    assert err(r, "SINTERCARD", "x", "k") == "numkeys should be greater than 0"
+    assert err(r, "SINTERCARD", "3", "k") == "Number of keys can't be greater than number of args"
+    # SMOVE from a missing set moves nothing, whatever the destination holds.
+    assert r.smove("nokey", "s", "m") is False
+    r.sadd("set", "m")
+    assert err(r, "SMOVE", "set", "s", "nothere") == WRONGTYPE

@@ -190,10 +190,11 @@ fn count_bits(s: &[u8], a: u64, b: u64) -> u64 {
 
 fn bitpos(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
-    let bit = match &args[2][..] {
-        b"0" => 0u8,
-        b"1" => 1u8,
-        _ => return Value::error(ERR_BITPOS_BIT),
+    let bit = match parse_i64(&args[2]) {
+        Some(0) => 0u8,
+        Some(1) => 1u8,
+        Some(_) => return Value::error(ERR_BITPOS_BIT),
+        None => return Value::error(super::ERR_NOT_INTEGER),
     };
     let s = match read_str(ctx.db(), &args[1], now) {
         Err(e) => return e,

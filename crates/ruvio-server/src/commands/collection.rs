@@ -134,10 +134,10 @@ pub fn update<T: Collection, R>(
 pub fn optional_count(arg: Option<&bytes::Bytes>) -> Result<Option<usize>, Value> {
     match arg {
         None => Ok(None),
+        // Redis's getPositiveLongFromObjectOrReply: one message whether the count is negative or not a number.
         Some(c) => match super::parse_i64(c) {
-            None => Err(Value::error(super::ERR_NOT_INTEGER)),
-            Some(n) if n < 0 => Err(Value::error(super::zset_family::ERR_MUST_BE_POSITIVE)),
-            Some(n) => Ok(Some(n as usize)),
+            Some(n) if n >= 0 => Ok(Some(n as usize)),
+            _ => Err(Value::error(super::zset_family::ERR_MUST_BE_POSITIVE)),
         },
     }
 }

@@ -199,22 +199,30 @@ fn position(index: i64, len: usize) -> Option<usize> {
     (0..len as i64).contains(&i).then_some(i as usize)
 }
 
+// LINDEX and LSET look the key up before they read the index, as Redis does: a missing key answers nil (LSET: no such
+// key) and another type WRONGTYPE whatever the index says.
 fn lindex(ctx: &mut Ctx) -> Value {
-    let Some(index) = parse_i64(&ctx.args[2]) else { return Value::error(ERR_NOT_INTEGER) };
-    with_list(ctx, |l| l.and_then(|l| position(index, l.len()).and_then(|i| l.get(i)).map(bulk)).unwrap_or(Value::Nil))
+    let index = parse_i64(&ctx.args[2]);
+    with_list(ctx, |l| match (l, index) {
+        (None, _) => Value::Nil,
+        (Some(_), None) => Value::error(ERR_NOT_INTEGER),
+        (Some(l), Some(index)) => position(index, l.len()).and_then(|i| l.get(i)).map_or(Value::Nil, bulk),
+    })
 }
 
 fn lset(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
-    let Some(index) = parse_i64(&args[2]) else { return Value::error(ERR_NOT_INTEGER) };
     let db = ctx.db();
     let i = match read_list(db, &args[1], now) {
         Err(e) => return e,
         Ok(None) => return Value::error(ERR_NO_SUCH_KEY_LSET),
-        Ok(Some(l)) => match position(index, l.len()) {
-            None => return Value::error(ERR_INDEX_RANGE),
-            Some(i) => i,
-        },
+        Ok(Some(l)) => {
+            let Some(index) = parse_i64(&args[2]) else { return Value::error(ERR_NOT_INTEGER) };
+            match position(index, l.len()) {
+                None => return Value::error(ERR_INDEX_RANGE),
+                Some(i) => i,
+            }
+        }
     };
     write_list(db, &args[1], now, |l| l.set(i, &args[3]));
     Value::ok()
@@ -288,29 +296,29 @@ fn lpos(ctx: &mut Ctx) -> Value {
     let args = ctx.args;
     let (mut rank, mut count, mut maxlen) = (1i64, None::<i64>, 0i64);
     let mut i = 3;
+    // As Redis: the option's name first (an unknown one, or one without its value, is a syntax error), then its
+    // value; COUNT and MAXLEN answer their own message for a value that is not a number too.
     while i < args.len() {
         if i + 1 >= args.len() {
             return Value::error(ERR_SYNTAX);
         }
-        let Some(v) = parse_i64(&args[i + 1]) else { return Value::error(ERR_NOT_INTEGER) };
+        let v = parse_i64(&args[i + 1]);
         if eq_ic(&args[i], "rank") {
-            if v == 0 {
-                return Value::error(ERR_RANK_ZERO);
+            match v {
+                Some(0) => return Value::error(ERR_RANK_ZERO),
+                None | Some(i64::MIN) => return Value::error(ERR_NOT_INTEGER),
+                Some(v) => rank = v,
             }
-            if v == i64::MIN {
-                return Value::error(ERR_NOT_INTEGER);
-            }
-            rank = v;
         } else if eq_ic(&args[i], "count") {
-            if v < 0 {
-                return Value::error(ERR_COUNT_NEGATIVE);
+            match v {
+                Some(v) if v >= 0 => count = Some(v),
+                _ => return Value::error(ERR_COUNT_NEGATIVE),
             }
-            count = Some(v);
         } else if eq_ic(&args[i], "maxlen") {
-            if v < 0 {
-                return Value::error(ERR_MAXLEN_NEGATIVE);
+            match v {
+                Some(v) if v >= 0 => maxlen = v,
+                _ => return Value::error(ERR_MAXLEN_NEGATIVE),
             }
-            maxlen = v;
         } else {
             return Value::error(ERR_SYNTAX);
         }

@@ -196,9 +196,11 @@ fn srandmember(ctx: &mut Ctx) -> Value {
 fn smove(ctx: &mut Ctx) -> Value {
     let (args, now, limits) = (ctx.args, ctx.now, limits(ctx));
     let db = ctx.db();
+    // As Redis: a missing source answers 0 before the destination's type is looked at.
     let present = match read_set(db, &args[1], now) {
         Err(e) => return e,
-        Ok(s) => s.is_some_and(|s| s.contains(&args[3])),
+        Ok(None) => return Value::Integer(0),
+        Ok(Some(s)) => s.contains(&args[3]),
     };
     let dst_has = match read_set(db, &args[2], now) {
         Err(e) => return e,

@@ -1020,13 +1020,17 @@ fn zdiffstore(ctx: &mut Ctx) -> Value {
 
 /// `numkeys key... [LIMIT n]` of ZINTERCARD/SINTERCARD: the keys and the limit (0 = none).
 pub fn intercard_args(args: &[Bytes], command: &str) -> Result<(Vec<Bytes>, usize), Value> {
+    // ZINTERCARD reads its count as ZUNION and ZINTER do (Redis's zunionInterDiffGenericCommand), SINTERCARD with
+    // one message for every bad count.
+    let zset = command == "zintercard";
     let n = match parse_i64(&args[1]) {
         Some(n) if n > 0 => n as usize,
-        Some(_) if command == "zintercard" => return Err(at_least_one_key(command)),
+        Some(_) if zset => return Err(at_least_one_key(command)),
+        None if zset => return Err(Value::error(super::ERR_NOT_INTEGER)),
         _ => return Err(Value::error(ERR_NUMKEYS_POSITIVE)),
     };
     if n > args.len() - 2 {
-        return Err(Value::error(ERR_NUMKEYS_TOO_MANY));
+        return Err(Value::error(if zset { ERR_SYNTAX } else { ERR_NUMKEYS_TOO_MANY }));
     }
     let keys = args[2..2 + n].to_vec();
     let mut limit = 0usize;
