@@ -533,6 +533,10 @@ def test_argument_checks_answer_in_redis_order(r):
     assert err(r, "ZINTERCARD", "3", "k") == "syntax error"
     assert err(r, "SINTERCARD", "x", "k") == "numkeys should be greater than 0"
     assert err(r, "SINTERCARD", "3", "k") == "Number of keys can't be greater than number of args"
+    assert err(r, "ZINTERCARD", "2", "nokey", "s") == WRONGTYPE, "every key's type before a missing one answers 0"
+    # EXPIRE and its kin read their options before the amount.
+    assert err(r, "EXPIRE", "s", "x", "FOO") == "Unsupported option FOO"
+    assert err(r, "PEXPIREAT", "s", "x", "NX", "XX") == "NX and XX, GT or LT options at the same time are not compatible"
     # SMOVE from a missing set moves nothing, whatever the destination holds.
     assert r.smove("nokey", "s", "m") is False
     r.sadd("set", "m")

@@ -296,10 +296,7 @@ fn flushall(ctx: &mut Ctx) -> Value {
 fn expire_generic(ctx: &mut Ctx, millis: bool, absolute: bool) -> Value {
     let (args, now) = (ctx.args, ctx.now);
     let name = ctx.spec.name;
-    let amount = match int_arg(&args[2]) {
-        Ok(a) => a,
-        Err(e) => return e,
-    };
+    // The options before the amount, as Redis reads them.
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for opt in &args[3..] {
         match String::from_utf8_lossy(opt).to_ascii_lowercase().as_str() {
@@ -316,6 +313,10 @@ fn expire_generic(ctx: &mut Ctx, millis: bool, absolute: bool) -> Value {
     if gt && lt {
         return Value::error(ERR_GT_WITH_LT);
     }
+    let amount = match int_arg(&args[2]) {
+        Ok(a) => a,
+        Err(e) => return e,
+    };
     let invalid = || invalid_expire(name);
     // The command's own instant, not the clock's: a replayed EXPIREAT must find "in the past" exactly as it did live.
     let wall_now = clock::mono_to_wall(now);

@@ -1058,13 +1058,18 @@ fn zintercard(ctx: &mut Ctx) -> Value {
     };
     let now = ctx.now;
     let db = ctx.db();
+    // Every key's type is checked before a missing one makes the answer 0, as Redis does.
     let mut inputs = Vec::new();
+    let mut any_missing = false;
     for k in &keys {
         match read_input(db, k, now) {
             Err(e) => return e,
-            Ok(None) => return Value::Integer(0),
+            Ok(None) => any_missing = true,
             Ok(Some(i)) => inputs.push(i),
         }
+    }
+    if any_missing {
+        return Value::Integer(0);
     }
     inputs.sort_by_key(|i| i.len());
     let others: Vec<hashbrown::HashSet<&Bytes>> = inputs[1..].iter().map(|i| i.iter().map(|(m, _)| m).collect()).collect();
