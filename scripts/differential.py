@@ -46,6 +46,11 @@ def comparable(command: bytes, reply):
     return reply
 
 
+def error_start(reply) -> str:
+    """What names a kind of difference: the start of an error (not the option it names), or "a value"."""
+    return repr(reply).split("option")[0][:34] if isinstance(reply, str) else "a value"
+
+
 def start(argv: list[str], port: int) -> subprocess.Popen:
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(100):
@@ -66,9 +71,10 @@ def main() -> None:
     opts = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ruvio-differential-"))
     ruvio_port, redis_port = opts.ports
+    both = ["--dir", str(work), "--appendonly", "no"]
     servers = [
-        start([str(REPO / "target/release/ruvio"), "--port", str(ruvio_port), "--dir", str(work), "--appendonly", "no"], ruvio_port),
-        start(["redis-server", "--port", str(redis_port), "--save", "", "--appendonly", "no", "--dir", str(work)], redis_port),
+        start([str(REPO / "target/release/ruvio"), "--port", str(ruvio_port), *both], ruvio_port),
+        start(["redis-server", "--port", str(redis_port), "--save", "", *both], redis_port),
     ]
     rnd = random.Random(opts.seed)
     names = [n.encode() for n in COMMANDS]
@@ -80,8 +86,7 @@ def main() -> None:
                 mine, theirs = ruvio.call(*call), redis.call(*call)
                 if repr(comparable(call[0], mine)) == repr(comparable(call[0], theirs)):
                     continue
-                # One kind: the command and the start of each error (values: "a value").
-                kind = tuple([call[0].lower()] + [repr(x).split("option")[0][:34] if isinstance(x, str) else "a value" for x in (mine, theirs)])
+                kind = (call[0].lower(), *(error_start(x) for x in (mine, theirs)))
                 seen = kinds.setdefault(kind, [call, mine, theirs, 0])
                 seen[3] += 1
                 if len(repr(call)) < len(repr(seen[0])):

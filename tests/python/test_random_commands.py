@@ -66,6 +66,22 @@ def without_remaining(reply):
     return reply
 
 
+def value_of(r, k: bytes, t: str):
+    """A key's value in a form that compares equal on two servers holding the same data (sets and hashes sorted,
+    locks without their remaining time)."""
+    if t == "string":
+        return r.get(k)
+    if t == "list":
+        return r.lrange(k, 0, -1)
+    if t == "set":
+        return sorted(r.smembers(k))
+    if t == "zset":
+        return r.zrange(k, 0, -1, withscores=True)
+    if t == "hash":
+        return sorted(r.hgetall(k).items())
+    return without_remaining(r.execute_command("LOCKINFO", k))
+
+
 def keyspace(srv) -> dict[str, tuple]:
     """Every key of every database with its type and value; keys that expire within a minute are left out (they may
     expire between two looks), the others say whether they have a deadline."""
@@ -77,34 +93,23 @@ def keyspace(srv) -> dict[str, tuple]:
             if 0 <= ttl <= 60_000:
                 continue
             t = r.type(k).decode()
-            if t == "string":
-                v = r.get(k)
-            elif t == "list":
-                v = r.lrange(k, 0, -1)
-            elif t == "set":
-                v = sorted(r.smembers(k))
-            elif t == "zset":
-                v = r.zrange(k, 0, -1, withscores=True)
-            elif t == "hash":
-                v = sorted(r.hgetall(k).items())
-            else:
-                v = without_remaining(r.execute_command("LOCKINFO", k))
-            out[f"{db}:{k!r}"] = (t, repr(v), ttl > 0)
+            out[f"{db}:{k!r}"] = (t, repr(value_of(r, k, t)), ttl > 0)
     return out
 
 
-def settled_keyspace(srv, other) -> dict[str, tuple]:
-    """The keyspace once `other` shows the same one (a replica catching up), within 10 s."""
+def keyspace_once_equal(srv, expected: dict[str, tuple]) -> dict[str, tuple]:
+    """`srv`'s keyspace once it equals `expected` (a replica catching up), or as it is after 10 s."""
     deadline = time.monotonic() + 10
     while True:
-        mine, theirs = keyspace(srv), keyspace(other)
-        if mine == theirs or time.monotonic() > deadline:
-            return theirs
+        seen = keyspace(srv)
+        if seen == expected or time.monotonic() > deadline:
+            return seen
         time.sleep(0.1)
 
 
 @pytest.mark.parametrize("seed,protocol", [(3301, 2), (3302, 3)])
-def test_random_arguments_to_every_command_keep_the_server_up_and_replica_and_log_in_step(server_factory, seed, protocol):
+def test_random_arguments_to_every_command_keep_the_server_up_and_replica_and_log_in_step(
+        server_factory, seed, protocol):
     primary = server_factory("--appendonly", "yes", "--appendfsync", "always")
     replica = server_factory("--replicaof", "127.0.0.1", str(primary.port))
     listed = primary.client().command()
@@ -134,7 +139,7 @@ def test_random_arguments_to_every_command_keep_the_server_up_and_replica_and_lo
 
     live = keyspace(primary)
     assert len({t for t, _, _ in live.values()}) >= 3, f"the run leaves keys of several types to compare: {live}"
-    assert settled_keyspace(primary, replica) == live, "the replica holds what the primary holds"
+    assert keyspace_once_equal(replica, live) == live, "the replica holds what the primary holds"
 
     # kill -9, then a restart from the log: everything acknowledged is there.
     primary.proc.send_signal(signal.SIGKILL)
@@ -149,9 +154,7 @@ def secret_values(admin) -> dict[bytes, str]:
     out = {}
     for k in sorted(admin.scan_iter("secret:*")):
         t = admin.type(k).decode()
-        v = {"string": lambda: admin.get(k), "list": lambda: admin.lrange(k, 0, -1), "set": lambda: sorted(admin.smembers(k)),
-             "zset": lambda: admin.zrange(k, 0, -1, withscores=True), "hash": lambda: sorted(admin.hgetall(k).items())}[t]()
-        out[k] = (t, repr(v), admin.pttl(k) >= 0)
+        out[k] = (t, repr(value_of(admin, k, t)), admin.pttl(k) >= 0)
     return out
 
 
@@ -160,7 +163,8 @@ def secret_values(admin) -> dict[bytes, str]:
     (("~pub*", "%R~secret:*"), True, False),
     (("~pub*", "%W~secret:*"), False, True),
 ], ids=["no secret keys", "secret keys read-only", "secret keys write-only"])
-def test_random_commands_of_a_restricted_user_never_read_or_change_what_its_key_rules_forbid(server_factory, rules, may_read, may_write):
+def test_random_commands_of_a_restricted_user_never_read_or_change_what_its_key_rules_forbid(
+        server_factory, rules, may_read, may_write):
     """Secret values are upper-case (SECRET-...), key names lower-case: a reply with SECRET in it read a secret."""
     srv = server_factory()
     admin = srv.client()
