@@ -29,7 +29,7 @@ case $WHICH in
   redis) server=(redis-server --port "$PORT" --dir "$OUT_DIR/data" --save '' --appendonly no --loglevel warning) ;;
   *) echo "ruvio or redis" >&2; exit 2 ;;
 esac
-valgrind --tool=callgrind --callgrind-out-file="$OUT.%p" "${server[@]}" >"$OUT_DIR/$WHICH.log" 2>&1 &
+valgrind --tool=callgrind --compress-strings=no --compress-pos=no --callgrind-out-file="$OUT.%p" "${server[@]}" >"$OUT_DIR/$WHICH.log" 2>&1 &
 VG=$!
 trap 'kill $VG 2>/dev/null || true; wait $VG 2>/dev/null || true' EXIT
 for _ in $(seq 600); do [ "$(redis-cli -p "$PORT" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done

@@ -2,11 +2,31 @@
 //! revive anything; wall-clock time is used only at the edges (EXPIREAT arguments, TTL persistence, TIME).
 
 use std::sync::OnceLock;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-fn origin() -> Instant {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    *ORIGIN.get_or_init(Instant::now)
+/// A reading of the monotonic clock (CLOCK_MONOTONIC, the clock `Instant` reads on Linux) in nanoseconds. Every
+/// command of every client is dated and timed with one: the difference of two is one subtraction, where `Instant`'s
+/// normalises seconds and nanoseconds (two of those per command were 3% of a pipelined command's instructions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    pub fn now() -> Stamp {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid timespec for the call to fill; CLOCK_MONOTONIC always exists on Linux.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        Stamp(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+    }
+
+    /// The time from `earlier` to this reading (zero if `earlier` is later).
+    pub fn since(self, earlier: Stamp) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+}
+
+fn origin() -> Stamp {
+    static ORIGIN: OnceLock<Stamp> = OnceLock::new();
+    *ORIGIN.get_or_init(Stamp::now)
 }
 
 /// Where the monotonic clock starts: far enough above zero that instants before the process started (the times of
@@ -16,13 +36,13 @@ const MONO_ORIGIN_MS: u64 = 1 << 40;
 
 /// Milliseconds on the monotonic clock, counted from the first call in this process plus [`MONO_ORIGIN_MS`].
 pub fn mono_ms() -> u64 {
-    origin().elapsed().as_millis() as u64 + MONO_ORIGIN_MS
+    mono_ms_at(Stamp::now())
 }
 
-/// [`mono_ms`] at `t` (an instant already read: the connection reads the clock once per command and derives both
+/// [`mono_ms`] at `t` (a reading already taken: the connection reads the clock once per command and derives both
 /// the command's time and its duration from it).
-pub fn mono_ms_at(t: Instant) -> u64 {
-    t.saturating_duration_since(origin()).as_millis() as u64 + MONO_ORIGIN_MS
+pub fn mono_ms_at(t: Stamp) -> u64 {
+    t.0.saturating_sub(origin().0) / 1_000_000 + MONO_ORIGIN_MS
 }
 
 /// Milliseconds since the Unix epoch, on the wall clock.

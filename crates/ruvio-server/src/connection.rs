@@ -6,7 +6,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use parking_lot::MutexGuard;
@@ -52,7 +52,7 @@ pub struct Connection {
     /// The parsed commands of the input being run; kept between reads so its vectors are allocated once.
     batch: Batch,
     /// When the last command of the current run under the store lock ended (see `run_command`).
-    batch_clock: Option<Instant>,
+    batch_clock: Option<crate::clock::Stamp>,
     /// Commands of the current run, added to INFO's total_commands_processed when it ends.
     commands_run: u64,
     /// The last load window of its worker this connection was counted in (`workers::note_connection_ran`).
@@ -389,13 +389,8 @@ impl Connection {
             // (Not while loading: commands allowed then need no keys, and the loader holds the store in turns.)
             let store = guard.get_or_insert_with(|| shared.store.lock());
             // A long first argument is rarely a key (ECHO, PUBLISH's message); hashing it would be wasted work.
-            // A pipeline on one key (a queue, a counter) names it again and again: hashed once, not per command.
-            let mut previous: Option<&[u8]> = None;
-            let keys = batch.pending().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1)).filter(|k| k.len() <= 512).filter(move |k| {
-                let again = previous == Some(&k[..]);
-                previous = Some(&k[..]);
-                !again
-            });
+            // (A pipeline on one key names it again and again: `prefetch` hashes it once.)
+            let keys = batch.pending().take(BATCH_UNDER_LOCK).filter_map(|args| args.get(1)).filter(|k| k.len() <= 512);
             store.dbs[self.state.db].prefetch(keys.map(|k| &k[..]));
             // Hash, set and sorted-set commands (H..., S..., Z...) name a field or member next (ZADD and ZINCRBY
             // after a score): fetch those in a large value the same way. Only a hint: a key holding something else
@@ -496,7 +491,7 @@ impl Connection {
         // between: the gate does not wait while the lock is held).
         let mut clock = match self.batch_clock.take() {
             Some(ended) if guard.is_some() => ended,
-            _ => Instant::now(),
+            _ => crate::clock::Stamp::now(),
         };
         let now = crate::clock::mono_ms_at(clock);
         self.state.info.last_active.store(now, Ordering::Relaxed);

@@ -5,13 +5,13 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 use ruvio_protocol::Value;
 
 use crate::client::{ClientInfo, ClientState};
+use crate::clock::Stamp;
 use crate::commands::{self, flags};
 use crate::blocking::Block;
 pub use crate::commands::context::Caller;
@@ -31,14 +31,14 @@ pub fn execute<'g>(
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
 ) -> (Value, Option<Block>) {
-    execute_from(caller, &mut Instant::now(), now, shared, client, args, guard)
+    execute_from(caller, &mut Stamp::now(), now, shared, client, args, guard)
 }
 
 /// [`execute`] for a client's command that started at `clock` (`now` is that instant in monotonic ms, derived from
 /// it). On return `clock` is the instant its timing ended, which the connection takes as the start of the next
 /// command it runs at once: one clock read per command of a pipeline instead of two.
 pub fn execute_client<'g>(
-    clock: &mut Instant,
+    clock: &mut Stamp,
     now: u64,
     shared: &'g Arc<Shared>,
     client: &mut ClientState,
@@ -52,7 +52,7 @@ pub fn execute_client<'g>(
 /// ([`timed`], which moves `clock` to the end), replayed records are not.
 fn execute_from<'g>(
     caller: Caller,
-    clock: &mut Instant,
+    clock: &mut Stamp,
     now: u64,
     shared: &'g Arc<Shared>,
     client: &mut ClientState,
@@ -76,7 +76,7 @@ fn execute_from<'g>(
 fn timed<'g>(
     caller: Caller,
     resolved: commands::Resolved,
-    clock: &mut Instant,
+    clock: &mut Stamp,
     now: u64,
     shared: &'g Arc<Shared>,
     client: &mut ClientState,
@@ -85,8 +85,8 @@ fn timed<'g>(
 ) -> (Value, Option<Block>) {
     let spec = resolved.spec;
     let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
-    let ended = Instant::now();
-    let took = ended.saturating_duration_since(*clock);
+    let ended = Stamp::now();
+    let took = ended.since(*clock);
     *clock = ended;
     match stage {
         Stage::Ran if block.is_some() => {
