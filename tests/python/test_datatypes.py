@@ -505,7 +505,7 @@ def test_blocking_commands_in_scripts(r):
 
 # ---- which check answers first (found by running random arguments against Ruvio and redis-server side by side) ----
 
-def test_argument_checks_answer_in_redis_order(r):
+def test_argument_checks_answer_in_redis_order(r, server):
     r.rpush("l", "a", "b")
     r.set("s", "v")
     # A pop count that is not a number is "out of range, must be positive", as a negative one (LPOP, RPOP, SPOP,
@@ -575,3 +575,10 @@ def test_argument_checks_answer_in_redis_order(r):
     assert err(r, "BITFIELD_RO", "l", "SET", "i8", "0", "1") == "BITFIELD_RO only supports the GET subcommand"
     assert err(r, "BITFIELD_RO", "l", "GET", "i8", "0") == WRONGTYPE
     assert r.execute_command("BITFIELD_RO", "s", "OVERFLOW", "SAT") == []
+    # An error quoting a client's bytes has them raw up to a NUL, CR/LF trimmed off its end and spaces inside.
+    with server.raw() as c:
+        for opt, shown in ((b"a\x00b\xff\r", b"a"), (b"\xfe\r\nb\xca\r", b"\xfe  b\xca"), (b"\r\nb", b"  b")):
+            c.cmd("PEXPIREAT", "s", "1", opt)
+            c.expect(b"-ERR Unsupported option " + shown + b"\r\n")
+        c.cmd(b"no\xffcmd\r", b"a\x00b", b"x\ny")
+        c.expect(b"-ERR unknown command 'no\xffcmd ', with args beginning with: 'a' 'x y' \r\n")
