@@ -505,7 +505,7 @@ def test_blocking_commands_in_scripts(r):
 
 # ---- which check answers first (found by running random arguments against Ruvio and redis-server side by side) ----
 
-def test_argument_checks_answer_in_redis_order(r):
+def test_argument_checks_answer_in_redis_order(r, server):
     r.rpush("l", "a", "b")
     r.set("s", "v")
     # A pop count that is not a number is "out of range, must be positive", as a negative one (LPOP, RPOP, SPOP,
@@ -527,6 +527,9 @@ def test_argument_checks_answer_in_redis_order(r):
     # BITPOS: a bit that is not a number, then one that is not 0 or 1.
     assert err(r, "BITPOS", "s", "x") == "value is not an integer or out of range"
     assert err(r, "BITPOS", "s", "2") == "The bit argument must be 1 or 0."
+    # BITCOUNT reads start, end, then the unit; BITPOS start, the unit, then end.
+    assert err(r, "BITCOUNT", "s", "0", "x", "FOO") == "value is not an integer or out of range"
+    assert err(r, "BITPOS", "s", "1", "0", "x", "FOO") == "syntax error"
     # ZINTERCARD reads its count as ZINTER does; SINTERCARD has one message.
     assert err(r, "ZINTERCARD", "x", "k") == "value is not an integer or out of range"
     assert err(r, "ZINTERCARD", "0", "k") == "at least 1 input key is needed for 'zintercard' command"
@@ -541,3 +544,41 @@ def test_argument_checks_answer_in_redis_order(r):
     assert r.smove("nokey", "s", "m") is False
     r.sadd("set", "m")
     assert err(r, "SMOVE", "set", "s", "nothere") == WRONGTYPE
+    # LCS looks at both keys' types before its options.
+    lcs_type = "The specified keys must contain string values"
+    assert err(r, "LCS", "l", "set", "FOO") == lcs_type
+    assert err(r, "LCS", "nokey", "l", "FOO") == lcs_type
+    assert err(r, "LCS", "nokey", "s", "FOO") == "syntax error"
+    # ZUNION/ZINTER/ZDIFF, their STORE forms and ZINTERCARD check every key's type (a set is an input, a missing key
+    # an empty one) before their options, then answer as a missing key makes them.
+    r.zadd("z", {"m": 1})
+    for call in (("ZDIFF", "2", "nokey", "l", "IDX"), ("ZINTER", "2", "set", "l", "FOO"),
+                 ("ZUNION", "1", "s", "WEIGHTS", "x"), ("ZINTERSTORE", "d", "1", "l", "AGGREGATE", "FOO"),
+                 ("ZUNIONSTORE", "d", "2", "z", "s", "WITHSCORES"), ("ZDIFFSTORE", "d", "1", "l", "WEIGHTS", "1"),
+                 ("ZINTERCARD", "2", "nokey", "l", "LIMIT", "x"), ("ZINTERCARD", "1", "s", "FOO")):
+        assert err(r, *call) == WRONGTYPE, call
+    assert err(r, "ZINTER", "2", "nokey", "set", "FOO") == "syntax error"
+    assert err(r, "ZUNION", "2", "z", "set", "WEIGHTS", "1", "x") == "weight value is not a float"
+    assert err(r, "ZINTERCARD", "1", "nokey", "LIMIT", "x") == "LIMIT can't be negative"
+    assert err(r, "ZINTERCARD", "1", "z", "WITHSCORES") == "syntax error"
+    assert r.execute_command("ZINTERCARD", "2", "z", "nokey", "LIMIT", "1") == 0
+    assert r.execute_command("ZINTERCARD", "2", "z", "set", "LIMIT", "0") == 1
+    # INCRBYFLOAT checks the key's type and value before the increment.
+    assert err(r, "INCRBYFLOAT", "l", "x") == WRONGTYPE
+    r.set("word", "abc")
+    assert err(r, "INCRBYFLOAT", "word", "1") == "value is not a valid float"
+    # BITFIELD_RO parses every subcommand as BITFIELD does and refuses a write only after; OVERFLOW alone is fine.
+    assert err(r, "BITFIELD_RO", "s", "INCRBY", "x", "0", "1") == \
+        "Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+    assert err(r, "BITFIELD_RO", "s", "SET", "i8", "0", "x") == "value is not an integer or out of range"
+    assert err(r, "BITFIELD_RO", "s", "OVERFLOW", "FOO") == "Invalid OVERFLOW type specified"
+    assert err(r, "BITFIELD_RO", "l", "SET", "i8", "0", "1") == "BITFIELD_RO only supports the GET subcommand"
+    assert err(r, "BITFIELD_RO", "l", "GET", "i8", "0") == WRONGTYPE
+    assert r.execute_command("BITFIELD_RO", "s", "OVERFLOW", "SAT") == []
+    # An error quoting a client's bytes has them raw up to a NUL, CR/LF trimmed off its end and spaces inside.
+    with server.raw() as c:
+        for opt, shown in ((b"a\x00b\xff\r", b"a"), (b"\xfe\r\nb\xca\r", b"\xfe  b\xca"), (b"\r\nb", b"  b")):
+            c.cmd("PEXPIREAT", "s", "1", opt)
+            c.expect(b"-ERR Unsupported option " + shown + b"\r\n")
+        c.cmd(b"no\xffcmd\r", b"a\x00b", b"x\ny")
+        c.expect(b"-ERR unknown command 'no\xffcmd ', with args beginning with: 'a' 'x y' \r\n")

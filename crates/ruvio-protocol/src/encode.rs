@@ -47,7 +47,9 @@ pub fn encode(value: &Value, proto: Protocol, buf: &mut BytesMut) {
     let resp3 = proto == Protocol::Resp3;
     match value {
         Value::Simple(s) => put_line(buf, b'+', s),
-        Value::Error(e) => put_line(buf, b'-', e),
+        // Redis's addReplyErrorFormat trims CR and LF off the end of an error text (an echoed argument's) before the
+        // ones inside become spaces.
+        Value::Error(e) => put_line(buf, b'-', &e[..e.iter().rposition(|&c| c != b'\r' && c != b'\n').map_or(0, |i| i + 1)]),
         Value::Integer(i) => {
             buf.put_u8(b':');
             buf.put_slice(itoa::Buffer::new().format(*i).as_bytes());
@@ -176,6 +178,9 @@ mod tests {
                 b"-ERR unknown command 'hi'  $10  user=admin  '\r\n"
             );
             assert_eq!(enc(&Value::Simple(Bytes::from_static(b"a\nb\rc")), p), b"+a b c\r\n");
+            // An error's trailing CR/LF is trimmed (Redis's addReplyErrorFormat); a simple string's is not.
+            assert_eq!(enc(&Value::Error(Bytes::from_static(b"ERR Unsupported option \xfe\r\nb\r\n")), p), b"-ERR Unsupported option \xfe  b\r\n");
+            assert_eq!(enc(&Value::Simple(Bytes::from_static(b"a\r")), p), b"+a \r\n");
         }
         assert_eq!(enc(&Value::BigNumber(Bytes::from_static(b"1\r\n2")), Protocol::Resp3), b"(1  2\r\n");
     }

@@ -186,7 +186,8 @@ impl Value {
     /// The error code (first word) of an error reply.
     pub fn error_code(&self) -> Option<&str> {
         match self {
-            Value::Error(e) => std::str::from_utf8(e).ok()?.split(' ').next(),
+            // Only the code need be UTF-8: the rest may quote a client's bytes as they came.
+            Value::Error(e) => std::str::from_utf8(e.split(|&c| c == b' ').next()?).ok(),
             _ => None,
         }
     }

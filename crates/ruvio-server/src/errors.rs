@@ -83,25 +83,35 @@ pub const ERR_GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
 /// COMMAND GETKEYS of a command whose key count is not a count of the keys given (or is zero).
 pub const ERR_GETKEYS_INVALID: &str = "ERR Invalid arguments specified for command";
 
-// ----- texts that quote input (the encoder turns any CR/LF in them into spaces) -----
+// ----- texts that quote input -----
 
-fn trim128(b: &[u8]) -> String {
-    String::from_utf8_lossy(&b[..b.len().min(128)]).into_owned()
+/// A client's bytes as Redis prints them into an error text (`%.*s`): raw, whatever their encoding, up to the first
+/// NUL byte (where a C string ends), at most `max` bytes. The encoder then turns CR and LF into spaces and trims
+/// them at the end, as Redis's addReplyErrorFormat does, so the reply is always one line.
+fn printed(b: &[u8], max: usize) -> &[u8] {
+    let b = &b[..b.len().min(max)];
+    b.iter().position(|&c| c == 0).map_or(b, |nul| &b[..nul])
+}
+
+/// An error reply made of fixed texts and [`printed`] client bytes (not UTF-8 checked, as in Redis).
+fn quoting(parts: &[&[u8]]) -> Value {
+    Value::Error(Bytes::from(parts.concat()))
 }
 
 /// `ERR unknown command 'foo', with args beginning with: 'bar' `, exactly as Redis words it.
 pub fn unknown_command(args: &[Bytes]) -> Value {
     // As Redis: the name is cut to 128 bytes, and the quoted arguments together to about 128 more.
-    let mut shown = String::new();
+    let mut shown = Vec::new();
     for a in args[1..].iter() {
         if shown.len() >= 128 {
             break;
         }
         let room = 128 - shown.len();
-        let text = String::from_utf8_lossy(&a[..a.len().min(room)]).into_owned();
-        shown.push_str(&format!("'{text}' "));
+        shown.push(b'\'');
+        shown.extend_from_slice(printed(a, room));
+        shown.extend_from_slice(b"' ");
     }
-    Value::error(format!("ERR unknown command '{}', with args beginning with: {shown}", trim128(&args[0])))
+    quoting(&[b"ERR unknown command '", printed(&args[0], 128), b"', with args beginning with: ", &shown])
 }
 
 pub fn wrong_arity(name: &str) -> Value {
@@ -109,7 +119,8 @@ pub fn wrong_arity(name: &str) -> Value {
 }
 
 pub fn unknown_subcommand(args: &[Bytes], parent: &str) -> Value {
-    Value::error(format!("ERR unknown subcommand '{}'. Try {} HELP.", trim128(&args[1]), parent.to_ascii_uppercase()))
+    let parent = parent.to_ascii_uppercase();
+    quoting(&[b"ERR unknown subcommand '", printed(&args[1], 128), b"'. Try ", parent.as_bytes(), b" HELP."])
 }
 
 /// `ERR invalid expire time in 'set' command`: a TTL that is not positive or overflows (see clock::ttl_to_wall).
@@ -190,15 +201,15 @@ pub fn config_set_failed(name: &str, reason: &str) -> Value {
 }
 
 pub fn hello_syntax(option: &[u8]) -> Value {
-    Value::error(format!("ERR Syntax error in HELLO option '{}'", String::from_utf8_lossy(option)))
+    quoting(&[b"ERR Syntax error in HELLO option '", printed(option, usize::MAX), b"'"])
 }
 
 pub fn setinfo_unrecognized(attr: &[u8]) -> Value {
-    Value::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)))
+    quoting(&[b"ERR Unrecognized option '", printed(attr, usize::MAX), b"'"])
 }
 
 pub fn setinfo_bad_value(attr: &[u8]) -> Value {
-    Value::error(format!("ERR {} cannot contain spaces, newlines or special characters.", String::from_utf8_lossy(attr)))
+    quoting(&[b"ERR ", printed(attr, usize::MAX), b" cannot contain spaces, newlines or special characters."])
 }
 
 pub fn unknown_client_type(t: &str) -> Value {
@@ -214,7 +225,7 @@ pub fn invalid_db_index(which: &str) -> Value {
 }
 
 pub fn unsupported_option(opt: &[u8]) -> Value {
-    Value::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(opt)))
+    quoting(&[b"ERR Unsupported option ", printed(opt, usize::MAX)])
 }
 // ----- scripting (EVAL, SCRIPT, FUNCTION, FCALL): Redis 7's texts -----
 pub const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";

@@ -134,16 +134,26 @@ fn bit_range(args: &[Bytes], at: usize, len: usize, allow_start_only: bool) -> R
     if rest.len() == 1 && !allow_start_only || rest.len() > 3 {
         return Err(Value::error(ERR_SYNTAX));
     }
-    let bit_mode = match rest.get(2) {
-        None => false,
-        Some(u) if eq_ic(u, "bit") => true,
-        Some(u) if eq_ic(u, "byte") => false,
-        Some(_) => return Err(Value::error(ERR_SYNTAX)),
+    let unit = || match rest.get(2) {
+        None => Ok(false),
+        Some(u) if eq_ic(u, "bit") => Ok(true),
+        Some(u) if eq_ic(u, "byte") => Ok(false),
+        Some(_) => Err(Value::error(ERR_SYNTAX)),
     };
-    let start = parse_i64(&rest[0]).ok_or_else(|| Value::error(ERR_NOT_INTEGER))?;
+    let number = |b: &[u8]| parse_i64(b).ok_or_else(|| Value::error(ERR_NOT_INTEGER));
+    let start = number(&rest[0])?;
     let end_given = rest.len() >= 2;
+    // Redis reads BITCOUNT's start, end, then unit, and BITPOS's start, unit, then end (bitcountCommand,
+    // bitposCommand).
+    let (bit_mode, end) = if allow_start_only {
+        let bit_mode = unit()?;
+        (bit_mode, if end_given { Some(number(&rest[1])?) } else { None })
+    } else {
+        let end = if end_given { Some(number(&rest[1])?) } else { None };
+        (unit()?, end)
+    };
     let unit_len = if bit_mode { total_bits } else { len as i64 };
-    let end = if end_given { parse_i64(&rest[1]).ok_or_else(|| Value::error(ERR_NOT_INTEGER))? } else { unit_len - 1 };
+    let end = end.unwrap_or(unit_len - 1);
     if start < 0 && end < 0 && start > end {
         return Ok((None, end_given));
     }
@@ -321,17 +331,11 @@ fn parse_bitfield(args: &[Bytes], read_only: bool, max_bulk: u64) -> Result<Vec<
             ops.push(Op::Get(field(i)?));
             i += 3;
         } else if (eq_ic(a, "set") || eq_ic(a, "incrby")) && i + 3 < args.len() {
-            if read_only {
-                return Err(Value::error(ERR_BITFIELD_RO));
-            }
             let f = field(i)?;
             let v = parse_i64(&args[i + 3]).ok_or_else(|| Value::error(ERR_NOT_INTEGER))?;
             ops.push(if eq_ic(a, "set") { Op::Set(f, v, overflow) } else { Op::Incr(f, v, overflow) });
             i += 4;
         } else if eq_ic(a, "overflow") && i + 1 < args.len() {
-            if read_only {
-                return Err(Value::error(ERR_BITFIELD_RO));
-            }
             let v = &args[i + 1];
             overflow = if eq_ic(v, "wrap") {
                 Overflow::Wrap
@@ -346,6 +350,11 @@ fn parse_bitfield(args: &[Bytes], read_only: bool, max_bulk: u64) -> Result<Vec<
         } else {
             return Err(Value::error(ERR_SYNTAX));
         }
+    }
+    // BITFIELD_RO parses every subcommand as BITFIELD does (an OVERFLOW alone is accepted) and refuses a write only
+    // once all parsed, as Redis's bitfieldGeneric does.
+    if read_only && ops.iter().any(|o| !matches!(o, Op::Get(_))) {
+        return Err(Value::error(ERR_BITFIELD_RO));
     }
     Ok(ops)
 }
@@ -479,6 +488,19 @@ fn bitfield_ro(ctx: &mut Ctx) -> Value {
 
 fn lcs(ctx: &mut Ctx) -> Value {
     let (args, now, max) = (ctx.args, ctx.now, max_bulk(ctx));
+    // Both keys are read (and their types checked) before any option, as Redis's lcsCommand does.
+    let db = ctx.db();
+    let mut get = |k: &[u8]| -> Result<Vec<u8>, Value> {
+        match db.get(k, now) {
+            None => Ok(Vec::new()),
+            Some(Entry { data: Data::Str(s), .. }) => Ok(s.to_vec()),
+            Some(_) => Err(Value::error(ERR_LCS_TYPE)),
+        }
+    };
+    let (a, b) = match (get(&args[1]), get(&args[2])) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
     let (mut want_len, mut want_idx, mut with_len, mut min_len) = (false, false, false, 0usize);
     let mut i = 3;
     while i < args.len() {
@@ -502,18 +524,6 @@ fn lcs(ctx: &mut Ctx) -> Value {
     if want_len && want_idx {
         return Value::error(ERR_LCS_LEN_IDX);
     }
-    let db = ctx.db();
-    let mut get = |k: &[u8]| -> Result<Vec<u8>, Value> {
-        match db.get(k, now) {
-            None => Ok(Vec::new()),
-            Some(Entry { data: Data::Str(s), .. }) => Ok(s.to_vec()),
-            Some(_) => Err(Value::error(ERR_LCS_TYPE)),
-        }
-    };
-    let (a, b) = match (get(&args[1]), get(&args[2])) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) => return e,
-    };
     // The table is (|a|+1) x (|b|+1) 32-bit cells: bounded before it is allocated, as in Redis.
     let cells = (a.len() as u128 + 1) * (b.len() as u128 + 1);
     if cells * 4 > max as u128 || a.len() >= u32::MAX as usize || b.len() >= u32::MAX as usize {

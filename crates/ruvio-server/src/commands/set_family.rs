@@ -304,7 +304,7 @@ fn sdiffstore(ctx: &mut Ctx) -> Value {
 }
 
 fn sintercard(ctx: &mut Ctx) -> Value {
-    let (keys, limit) = match intercard_args(ctx.args, "sintercard") {
+    let (keys, limit) = match intercard_args(ctx.args) {
         Ok(k) => k,
         Err(e) => return e,
     };

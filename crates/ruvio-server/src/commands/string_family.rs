@@ -422,10 +422,7 @@ pub(crate) fn decimal_sum(a: &[u8], b: &[u8]) -> Option<String> {
 
 fn incrbyfloat(ctx: &mut Ctx) -> Value {
     let (args, now) = (ctx.args, ctx.now);
-    let delta = match float_arg(&args[2]) {
-        Ok(d) => d,
-        Err(e) => return e,
-    };
+    // The key's type and value come before the increment, as in Redis's incrbyfloatCommand.
     let db = ctx.db();
     let current_text = match read_str(db, &args[1], now) {
         Ok(Some(s)) => s.to_vec(),
@@ -434,6 +431,10 @@ fn incrbyfloat(ctx: &mut Ctx) -> Value {
     };
     let Some(current) = parse_f64(&current_text) else {
         return Value::error(ERR_NOT_FLOAT);
+    };
+    let delta = match float_arg(&args[2]) {
+        Ok(d) => d,
+        Err(e) => return e,
     };
     let next = current + delta;
     if next.is_nan() || next.is_infinite() {

@@ -868,34 +868,59 @@ fn combine(a: f64, b: f64, agg: Aggregate) -> f64 {
     }
 }
 
-/// Parses and computes ZUNION/ZINTER/ZDIFF over `args[at..]` (`numkeys key... [WEIGHTS w...] [AGGREGATE a]
-/// [WITHSCORES]`). Returns the result and whether WITHSCORES was asked.
-fn set_op(ctx: &mut Ctx, at: usize, op: SetOp, store: bool) -> Result<(ZSetValue, bool), Value> {
+/// Which of ZUNION/ZINTER/ZDIFF(STORE) and ZINTERCARD a call is: it decides which options may follow the keys.
+#[derive(Clone, Copy, PartialEq)]
+enum SetOpForm {
+    /// ZUNION/ZINTER/ZDIFF: WITHSCORES allowed.
+    Read,
+    /// ZUNIONSTORE/ZINTERSTORE/ZDIFFSTORE.
+    Store,
+    /// ZINTERCARD: LIMIT only.
+    Card,
+}
+
+/// An input of a set operation as (member, score) pairs; `None` for a missing key.
+type Input = Option<Vec<(Bytes, f64)>>;
+
+/// What a set operation's arguments (`numkeys key... [options]` at `args[at]`) say.
+struct SetOpArgs {
+    inputs: Vec<Input>,
+    weights: Vec<f64>,
+    agg: Aggregate,
+    withscores: bool,
+    /// ZINTERCARD's LIMIT (0 = none).
+    limit: usize,
+}
+
+/// Reads a set operation's arguments in Redis 7.0's order (zunionInterDiffGenericCommand, which ZINTERCARD shares):
+/// the count, then every key looked up and type-checked (a set is an input too, a missing key an empty one), and
+/// only then the options, so a WRONGTYPE answers before a bad option or weight.
+fn set_op_args(ctx: &mut Ctx, at: usize, op: &SetOp, form: SetOpForm) -> Result<SetOpArgs, Value> {
     let args = ctx.args;
-    let name = ctx.spec.name;
     let n = match parse_i64(&args[at]) {
         Some(n) if n > 0 => n as usize,
-        Some(_) => return Err(at_least_one_key(name)),
+        Some(_) => return Err(at_least_one_key(ctx.spec.name)),
         None => return Err(Value::error(ERR_NOT_INTEGER)),
     };
     if n > args.len() - at - 1 {
         return Err(Value::error(ERR_SYNTAX));
     }
-    let keys = &args[at + 1..at + 1 + n];
-    let mut weights = vec![1.0f64; n];
-    let mut agg = Aggregate::Sum;
-    let mut withscores = false;
+    let now = ctx.now;
+    let db = ctx.db();
+    let inputs = args[at + 1..at + 1 + n].iter().map(|k| read_input(db, k, now)).collect::<Result<Vec<_>, _>>()?;
+    let mut out = SetOpArgs { inputs, weights: vec![1.0; n], agg: Aggregate::Sum, withscores: false, limit: 0 };
+    let weighted = !matches!(op, SetOp::Diff) && form != SetOpForm::Card;
     let mut i = at + 1 + n;
     while i < args.len() {
         let a = &args[i];
-        if !matches!(op, SetOp::Diff) && eq_ic(a, "weights") && i + n < args.len() {
-            for (j, w) in weights.iter_mut().enumerate() {
-                *w = parse_f64(&args[i + 1 + j]).ok_or_else(|| Value::error(ERR_WEIGHT_NOT_FLOAT))?;
+        if weighted && eq_ic(a, "weights") && i + n < args.len() {
+            for (w, text) in out.weights.iter_mut().zip(&args[i + 1..]) {
+                *w = parse_f64(text).ok_or_else(|| Value::error(ERR_WEIGHT_NOT_FLOAT))?;
             }
             i += n + 1;
-        } else if !matches!(op, SetOp::Diff) && eq_ic(a, "aggregate") && i + 1 < args.len() {
+        } else if weighted && eq_ic(a, "aggregate") && i + 1 < args.len() {
             let v = &args[i + 1];
-            agg = if eq_ic(v, "sum") {
+            out.agg = if eq_ic(v, "sum") {
                 Aggregate::Sum
             } else if eq_ic(v, "min") {
                 Aggregate::Min
@@ -905,20 +930,28 @@ fn set_op(ctx: &mut Ctx, at: usize, op: SetOp, store: bool) -> Result<(ZSetValue
                 return Err(Value::error(ERR_SYNTAX));
             };
             i += 2;
-        } else if !store && eq_ic(a, "withscores") {
-            withscores = true;
+        } else if form == SetOpForm::Read && eq_ic(a, "withscores") {
+            out.withscores = true;
             i += 1;
+        } else if form == SetOpForm::Card && eq_ic(a, "limit") && i + 1 < args.len() {
+            match parse_i64(&args[i + 1]) {
+                Some(l) if l >= 0 => out.limit = l as usize,
+                _ => return Err(Value::error(ERR_LIMIT_NEGATIVE)),
+            }
+            i += 2;
         } else {
             return Err(Value::error(ERR_SYNTAX));
         }
     }
-    let now = ctx.now;
+    Ok(out)
+}
+
+/// Computes ZUNION/ZINTER/ZDIFF over `args[at..]` (`numkeys key... [WEIGHTS w...] [AGGREGATE a] [WITHSCORES]`).
+/// Returns the result and whether WITHSCORES was asked.
+fn set_op(ctx: &mut Ctx, at: usize, op: SetOp, form: SetOpForm) -> Result<(ZSetValue, bool), Value> {
+    let SetOpArgs { inputs, weights, agg, withscores, .. } = set_op_args(ctx, at, &op, form)?;
+    let n = inputs.len();
     let limits = limits(ctx);
-    let db = ctx.db();
-    let mut inputs = Vec::with_capacity(n);
-    for k in keys {
-        inputs.push(read_input(db, k, now)?);
-    }
     let weigh = |s: f64, w: f64| {
         let v = s * w;
         if v.is_nan() { 0.0 } else { v }
@@ -970,7 +1003,7 @@ fn set_op(ctx: &mut Ctx, at: usize, op: SetOp, store: bool) -> Result<(ZSetValue
 
 fn set_op_read(ctx: &mut Ctx, op: SetOp) -> Value {
     let r3 = resp3(ctx);
-    match set_op(ctx, 1, op, false) {
+    match set_op(ctx, 1, op, SetOpForm::Read) {
         Err(e) => e,
         Ok((z, withscores)) => {
             let items: Vec<(Bytes, f64)> = z.iter().map(|(m, s)| (Bytes::copy_from_slice(m), s)).collect();
@@ -985,7 +1018,7 @@ fn set_op_read(ctx: &mut Ctx, op: SetOp) -> Value {
 
 fn set_op_store(ctx: &mut Ctx, op: SetOp) -> Value {
     let (dst, now, limits) = (ctx.args[1].clone(), ctx.now, limits(ctx));
-    match set_op(ctx, 2, op, true) {
+    match set_op(ctx, 2, op, SetOpForm::Store) {
         Err(e) => e,
         Ok((z, _)) => {
             let n = z.len();
@@ -1018,19 +1051,15 @@ fn zdiffstore(ctx: &mut Ctx) -> Value {
     set_op_store(ctx, SetOp::Diff)
 }
 
-/// `numkeys key... [LIMIT n]` of ZINTERCARD/SINTERCARD: the keys and the limit (0 = none).
-pub fn intercard_args(args: &[Bytes], command: &str) -> Result<(Vec<Bytes>, usize), Value> {
-    // ZINTERCARD reads its count as ZUNION and ZINTER do (Redis's zunionInterDiffGenericCommand), SINTERCARD with
-    // one message for every bad count.
-    let zset = command == "zintercard";
+/// `numkeys key... [LIMIT n]` of SINTERCARD: the keys and the limit (0 = none). Redis's sinterCardCommand reads
+/// them all before it looks at a key, with one message for every bad count (ZINTERCARD reads as ZINTER does).
+pub fn intercard_args(args: &[Bytes]) -> Result<(Vec<Bytes>, usize), Value> {
     let n = match parse_i64(&args[1]) {
         Some(n) if n > 0 => n as usize,
-        Some(_) if zset => return Err(at_least_one_key(command)),
-        None if zset => return Err(Value::error(super::ERR_NOT_INTEGER)),
         _ => return Err(Value::error(ERR_NUMKEYS_POSITIVE)),
     };
     if n > args.len() - 2 {
-        return Err(Value::error(if zset { ERR_SYNTAX } else { ERR_NUMKEYS_TOO_MANY }));
+        return Err(Value::error(ERR_NUMKEYS_TOO_MANY));
     }
     let keys = args[2..2 + n].to_vec();
     let mut limit = 0usize;
@@ -1052,25 +1081,14 @@ pub fn intercard_args(args: &[Bytes], command: &str) -> Result<(Vec<Bytes>, usiz
 pub const ERR_NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
 
 fn zintercard(ctx: &mut Ctx) -> Value {
-    let (keys, limit) = match intercard_args(ctx.args, "zintercard") {
-        Ok(k) => k,
+    let SetOpArgs { inputs, limit, .. } = match set_op_args(ctx, 1, &SetOp::Inter, SetOpForm::Card) {
+        Ok(a) => a,
         Err(e) => return e,
     };
-    let now = ctx.now;
-    let db = ctx.db();
-    // Every key's type is checked before a missing one makes the answer 0, as Redis does.
-    let mut inputs = Vec::new();
-    let mut any_missing = false;
-    for k in &keys {
-        match read_input(db, k, now) {
-            Err(e) => return e,
-            Ok(None) => any_missing = true,
-            Ok(Some(i)) => inputs.push(i),
-        }
-    }
-    if any_missing {
+    // A missing key (an empty input) makes the answer 0, once every key's type and the options were checked.
+    let Some(mut inputs) = inputs.into_iter().collect::<Option<Vec<_>>>() else {
         return Value::Integer(0);
-    }
+    };
     inputs.sort_by_key(|i| i.len());
     let others: Vec<hashbrown::HashSet<&Bytes>> = inputs[1..].iter().map(|i| i.iter().map(|(m, _)| m).collect()).collect();
     let mut n = 0;
