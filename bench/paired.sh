@@ -30,7 +30,7 @@ for r in $(seq "$ROUNDS"); do
     line="$r $b"
     for t in "${tests[@]}"; do
       c0=$(cpu_ticks "$pid")
-      rps=$(redis-benchmark -p "$PORT" -t "$t" -P 16 -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | awk '{print $2}')
+      rps=$(redis-benchmark -p "$PORT" -t "$t" -P 16 -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
       c1=$(cpu_ticks "$pid")
       # lrange_100 runs an LPUSH fill first: its CPU is over both halves.
       n=$N; [ "$t" = lrange_100 ] && n=$((2 * N))
