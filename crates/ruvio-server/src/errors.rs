@@ -93,9 +93,19 @@ fn printed(b: &[u8], max: usize) -> &[u8] {
     b.iter().position(|&c| c == 0).map_or(b, |nul| &b[..nul])
 }
 
-/// An error reply made of fixed texts and [`printed`] client bytes (not UTF-8 checked, as in Redis).
-fn quoting(parts: &[&[u8]]) -> Value {
-    Value::Error(Bytes::from(parts.concat()))
+/// Redis's error `template` with each `{}` filled, in order, by `parts` ([`printed`] client bytes, not UTF-8
+/// checked, as in Redis). The templates stay whole texts, as Redis writes them (and as conformance/errors.json
+/// catalogues them).
+fn fill(template: &str, parts: &[&[u8]]) -> Value {
+    debug_assert_eq!(template.matches("{}").count(), parts.len(), "{template}");
+    let mut out = Vec::with_capacity(template.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+    for (i, piece) in template.split("{}").enumerate() {
+        if i > 0 {
+            out.extend_from_slice(parts.get(i - 1).copied().unwrap_or_default());
+        }
+        out.extend_from_slice(piece.as_bytes());
+    }
+    Value::Error(Bytes::from(out))
 }
 
 /// `ERR unknown command 'foo', with args beginning with: 'bar' `, exactly as Redis words it.
@@ -111,7 +121,7 @@ pub fn unknown_command(args: &[Bytes]) -> Value {
         shown.extend_from_slice(printed(a, room));
         shown.extend_from_slice(b"' ");
     }
-    quoting(&[b"ERR unknown command '", printed(&args[0], 128), b"', with args beginning with: ", &shown])
+    fill("ERR unknown command '{}', with args beginning with: {}", &[printed(&args[0], 128), &shown])
 }
 
 pub fn wrong_arity(name: &str) -> Value {
@@ -120,7 +130,7 @@ pub fn wrong_arity(name: &str) -> Value {
 
 pub fn unknown_subcommand(args: &[Bytes], parent: &str) -> Value {
     let parent = parent.to_ascii_uppercase();
-    quoting(&[b"ERR unknown subcommand '", printed(&args[1], 128), b"'. Try ", parent.as_bytes(), b" HELP."])
+    fill("ERR unknown subcommand '{}'. Try {} HELP.", &[printed(&args[1], 128), parent.as_bytes()])
 }
 
 /// `ERR invalid expire time in 'set' command`: a TTL that is not positive or overflows (see clock::ttl_to_wall).
@@ -201,15 +211,15 @@ pub fn config_set_failed(name: &str, reason: &str) -> Value {
 }
 
 pub fn hello_syntax(option: &[u8]) -> Value {
-    quoting(&[b"ERR Syntax error in HELLO option '", printed(option, usize::MAX), b"'"])
+    fill("ERR Syntax error in HELLO option '{}'", &[printed(option, usize::MAX)])
 }
 
 pub fn setinfo_unrecognized(attr: &[u8]) -> Value {
-    quoting(&[b"ERR Unrecognized option '", printed(attr, usize::MAX), b"'"])
+    fill("ERR Unrecognized option '{}'", &[printed(attr, usize::MAX)])
 }
 
 pub fn setinfo_bad_value(attr: &[u8]) -> Value {
-    quoting(&[b"ERR ", printed(attr, usize::MAX), b" cannot contain spaces, newlines or special characters."])
+    fill("ERR {} cannot contain spaces, newlines or special characters.", &[printed(attr, usize::MAX)])
 }
 
 pub fn unknown_client_type(t: &str) -> Value {
@@ -225,7 +235,7 @@ pub fn invalid_db_index(which: &str) -> Value {
 }
 
 pub fn unsupported_option(opt: &[u8]) -> Value {
-    quoting(&[b"ERR Unsupported option ", printed(opt, usize::MAX)])
+    fill("ERR Unsupported option {}", &[printed(opt, usize::MAX)])
 }
 // ----- scripting (EVAL, SCRIPT, FUNCTION, FCALL): Redis 7's texts -----
 pub const ERR_NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
