@@ -155,7 +155,7 @@ fn plain_header_number(buf: &[u8], at: usize) -> Option<(usize, usize)> {
 /// in `buf`, with plain headers and within `limits`. Its layout is read first without taking anything, then its
 /// arguments are taken off `buf` and appended to `out`: the count of arguments. `None` (nothing taken) for anything
 /// else, which the general path handles, with its errors and partial requests; what this path takes it would have
-/// taken the same way. (It halved the parser's instructions per request of a pipeline of short commands.)
+/// taken the same way. (It took the parser from 532 to 325 instructions per pipelined SPOP.)
 fn take_whole_request(buf: &mut BytesMut, limits: &RequestLimits, out: &mut Vec<Bytes>) -> Option<usize> {
     let bytes = &buf[..];
     if bytes.first() != Some(&b'*') {
