@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Paired comparison of builds (and redis-server) under redis-benchmark: each round starts every server fresh, in
-# turn, and runs the named tests in order against it (-P 16 -c 50 -r 100000, N requests each), so the builds meet
+# turn, and runs the named tests in order against it (-P 16 or $PIPELINE, -c 50 -r 100000, N requests each), so the builds meet
 # the same periods of a noisy machine. Prints each round, then per test the median over the rounds of requests/s
 # and of the server's CPU per request (user + system from /proc/PID/stat, in clock ticks: +-1 tick / N).
 #
-# Usage: ROUNDS=6 N=300000 bash bench/paired.sh BIN [BIN ...] [redis] -- TEST [TEST ...]
+# Usage: ROUNDS=6 N=300000 [PIPELINE=16] bash bench/paired.sh BIN [BIN ...] [redis] -- TEST [TEST ...]
 #   BIN is a ruvio binary (e.g. a copy of target/release/ruvio of each commit); "redis" is Debian's redis-server,
 #   and the ratios are against it when it is named. Persistence off on both (--appendonly no).
 #   Example (docs/benchmarks.md): ROUNDS=6 N=300000 bash bench/paired.sh /tmp/ruvio-before /tmp/ruvio-after redis -- zadd
@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 N=${N:-300000}
 PORT=${PORT:-17450}
+PIPELINE=${PIPELINE:-16}
 bins=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do bins+=("$1"); shift; done
 [ $# -gt 1 ] && [ ${#bins[@]} -gt 0 ] || { echo "usage: bench/paired.sh BIN [BIN ...] [redis] -- TEST [TEST ...]" >&2; exit 2; }
@@ -30,7 +31,7 @@ for r in $(seq "$ROUNDS"); do
     line="$r $b"
     for t in "${tests[@]}"; do
       c0=$(cpu_ticks "$pid")
-      rps=$(redis-benchmark -p "$PORT" -t "$t" -P 16 -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
+      rps=$(redis-benchmark -p "$PORT" -t "$t" -P "$PIPELINE" -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
       c1=$(cpu_ticks "$pid")
       # lrange_100 runs an LPUSH fill first: its CPU is over both halves.
       n=$N; [ "$t" = lrange_100 ] && n=$((2 * N))

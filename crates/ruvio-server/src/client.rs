@@ -72,6 +72,10 @@ pub struct Outbox {
 impl Outbox {
     /// Queues `msg`; false when that takes the client over its limit (the caller then disconnects it).
     pub fn push(&self, msg: Bytes, limit: &OutputLimit) -> bool {
+        if msg.is_empty() {
+            // Nothing to deliver; and `drain` may then trust the byte count alone to say the queue is empty.
+            return true;
+        }
         let total = self.bytes.fetch_add(msg.len(), Ordering::AcqRel) + msg.len();
         self.queue.lock().push_back(msg);
         self.notify.notify_one();
@@ -93,6 +97,12 @@ impl Outbox {
 
     /// Takes everything queued.
     pub fn drain(&self) -> Vec<Bytes> {
+        // Asked after every request batch and nearly always empty: one load instead of the lock. A message counts
+        // its bytes before it is queued, so zero here means nothing is queued or its `push` has not begun (and
+        // that push's notify wakes the connection again).
+        if self.bytes.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
         let items: Vec<Bytes> = self.queue.lock().drain(..).collect();
         let n: usize = items.iter().map(|b| b.len()).sum();
         self.bytes.fetch_sub(n, Ordering::AcqRel);

@@ -178,6 +178,10 @@ impl Connection {
     async fn serve(&mut self) -> std::io::Result<()> {
         let shutdown = self.shared.shutdown.subscribe();
         let info = self.state.info.clone();
+        // The outbox's waiter is registered at the first wait and kept across waits until it fires: registering
+        // and removing one per request batch took the Notify's lock twice per batch. While it is registered a
+        // message, a kill or shutdown wakes it (notify_one) even if it comes while a batch runs.
+        let mut outbox_waiter = std::pin::pin!(info.outbox.notify.notified());
         loop {
             if let Step::Close = self.process_input().await? {
                 return Ok(());
@@ -200,10 +204,11 @@ impl Connection {
             if self.inbuf.capacity() - self.inbuf.len() < READ_CHUNK / 4 {
                 self.inbuf.reserve(READ_CHUNK);
             }
-            // Read first: when input is already there the other branch is never polled, so it registers no
-            // waiter to take down again (a lock on its Notify). A kill and shutdown wake the outbox's Notify too:
-            // one waiter per idle wait, not three. Nothing can starve: the loop checks for a kill, the outbox and
-            // shutdown every time round.
+            // Read first: when input is already there the other branches are never polled. A kill and shutdown
+            // wake the outbox's Notify too: one waiter, not three. Nothing can starve: the loop checks for a kill,
+            // the outbox and shutdown every time round. The idle timer exists only with `timeout` set (a timer
+            // made and dropped per batch cost a clock read each time).
+            let mut outbox_woke = false;
             tokio::select! {
                 biased;
                 read = self.stream.read_buf(&mut self.inbuf) => {
@@ -213,11 +218,20 @@ impl Connection {
                     }
                     Stats::add(&self.shared.stats.net_input_bytes, n as u64);
                 }
-                _ = info.outbox.notify.notified() => {}
-                _ = tokio::time::sleep(idle.unwrap_or(Duration::from_secs(3600))), if idle.is_some() => {
+                _ = outbox_waiter.as_mut() => outbox_woke = true,
+                _ = async {
+                    match idle {
+                        Some(limit) => tokio::time::sleep(limit).await,
+                        None => std::future::pending().await,
+                    }
+                } => {
                     tracing::debug!(client = self.state.id(), "closing idle client");
                     return Ok(());
                 }
+            }
+            if outbox_woke {
+                // A finished `Notified` stays finished: wait on a fresh one from now on.
+                outbox_waiter.set(info.outbox.notify.notified());
             }
         }
     }
@@ -284,7 +298,8 @@ impl Connection {
                 tracing::warn!(client = self.state.id(), "closing client that exceeded its query buffer limit");
                 return Ok(Step::Close);
             }
-            if !got_any {
+            // Everything read was taken (the usual end of a batch): another round would only find that out again.
+            if !got_any || self.inbuf.is_empty() {
                 if self.inbuf.is_empty() && !self.parser.in_request() {
                     // Between requests with nothing buffered: an idle connection keeps no large argument vector.
                     self.parser.release_spare();
