@@ -23,15 +23,17 @@ bench_init
 if redis-cli -p "$PORT" ping >/dev/null 2>&1; then echo "port $PORT is taken (set PORT)" >&2; exit 1; fi
 CG_N=$(( N / 10 > 32000 ? N / 10 : 32000 ))
 
-# server_cmd ruvio|redis: sets CMD to that server's command line (its own data folder, no persistence).
-server_cmd() {
+# valgrind_cmd ruvio|redis: sets CMD to that server's command line as bench/lib.sh's start_ruvio / start_redis
+# run it (its own data folder), for valgrind to start.
+valgrind_cmd() {
   mkdir -p "$BENCH_WORK/$1"
   case $1 in
     ruvio) CMD=("$RUVIO" --port "$PORT" --dir "$BENCH_WORK/$1" --loglevel warning --appendonly no) ;;
-    redis) CMD=(redis-server --port "$PORT" --dir "$BENCH_WORK/$1" --save '' --appendonly no --loglevel warning) ;;
+    redis) CMD=(redis-server --port "$PORT" --dir "$BENCH_WORK/$1" --save '' --loglevel warning --appendonly no) ;;
   esac
 }
-ready() { for _ in $(seq 600); do [ "$(redis-cli -p "$PORT" ping 2>/dev/null)" = PONG ] && return 0; sleep 0.1; done; return 1; }
+# Under valgrind a server takes seconds to answer, longer than lib.sh's wait_ready allows.
+valgrind_ready() { for _ in $(seq 600); do [ "$(redis-cli -p "$PORT" ping 2>/dev/null)" = PONG ] && return 0; sleep 0.1; done; return 1; }
 # fit P1 P2 COST1 COST2: per-batch and per-request parts of cost(P) = per_batch / P + per_request.
 fit() { python3 -c "import sys; p,q,a,b=map(float,sys.argv[1:]); f=(a-b)/(1/p-1/q); print(f'per batch {f:.0f}, per request {b-f/q:.0f}')" "$@"; }
 
@@ -66,11 +68,11 @@ PY
 
 echo "== instructions per request (callgrind, $CG_N SPOPs per depth)"
 for s in ruvio redis; do
-  server_cmd "$s"
+  valgrind_cmd "$s"
   valgrind --tool=callgrind --cache-sim=yes --I1=32768,8,64 --D1=49152,12,64 --LL=1048576,16,64 --dump-instr=yes \
     --compress-strings=no --compress-pos=no --callgrind-out-file="$BENCH_WORK/cg.$s.%p" "${CMD[@]}" >"$BENCH_WORK/$s.vg.log" 2>&1 &
   vg=$!; BENCH_PIDS+=("$vg")
-  ready
+  valgrind_ready
   line="$s"; declare -A ir=()
   for p in 1 4 16 64; do
     callgrind_control -z "$vg" >/dev/null
@@ -89,17 +91,16 @@ done
 echo "== CPU per request ($N SPOPs per depth, a fresh server each)"
 ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 waits() { cat /proc/"$1"/task/*/status | awk '/^voluntary_ctxt_switches/ {s += $2} END {print s}'; }
+tick_ns=$(( 1000000000 / $(getconf CLK_TCK) ))
 for s in ruvio redis; do
-  rm -rf "${BENCH_WORK:?}/$s"; server_cmd "$s"
-  "${CMD[@]}" >"$BENCH_WORK/$s.log" 2>&1 &
-  pid=$!; BENCH_PIDS+=("$pid")
-  ready
+  if [ "$s" = ruvio ]; then start_ruvio "$PORT" --appendonly no; else start_redis "$PORT" --appendonly no; fi
+  pid=$LAST_PID
+  wait_ready "$PORT"
   line="$s"; declare -A ns=()
   for p in 16 64; do
     read -r u0 s0 < <(ticks "$pid"); w0=$(waits "$pid")
     redis-benchmark -p "$PORT" -n "$N" -c 50 -P "$p" -r 100000 -q -t spop >/dev/null 2>&1
     read -r u1 s1 < <(ticks "$pid"); w1=$(waits "$pid")
-    tick_ns=$(( 1000000000 / $(getconf CLK_TCK) ))
     user=$(( (u1 - u0) * tick_ns / N )); sys=$(( (s1 - s0) * tick_ns / N ))
     ns[$p]=$(( user + sys ))
     line="$line  -P $p: user $user + system $sys = ${ns[$p]} ns, $((w1 - w0)) idle waits"

@@ -179,8 +179,9 @@ impl Connection {
         let shutdown = self.shared.shutdown.subscribe();
         let info = self.state.info.clone();
         // The outbox's waiter is registered at the first wait and kept across waits until it fires: registering
-        // and removing one per request batch took the Notify's lock twice per batch. While it is registered a
-        // message, a kill or shutdown wakes it (notify_one) even if it comes while a batch runs.
+        // and removing one per request batch took the Notify's lock twice per batch (polling a registered one
+        // still takes it once). While it is registered a message, a kill or shutdown wakes it (notify_one) even if
+        // it comes while a batch runs.
         let mut outbox_waiter = std::pin::pin!(info.outbox.notify.notified());
         loop {
             if let Step::Close = self.process_input().await? {
