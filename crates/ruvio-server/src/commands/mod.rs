@@ -543,6 +543,13 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     if let Some(v) = parse_small_integer_f64(b) {
         return Some(v);
     }
+    // The open ends of a range (`ZREMRANGEBYSCORE key -inf <cutoff>`, the rate limiter's pattern) as clients write
+    // them, before the general path's UTF-8 check and case-insensitive comparisons.
+    match b {
+        b"-inf" => return Some(f64::NEG_INFINITY),
+        b"+inf" | b"inf" => return Some(f64::INFINITY),
+        _ => {}
+    }
     let s = std::str::from_utf8(b).ok()?;
     if s.is_empty() || s.starts_with(char::is_whitespace) || s.ends_with(char::is_whitespace) {
         return None;
@@ -650,6 +657,12 @@ mod tests {
         }
         assert_eq!(parse_f64(b"-INF"), Some(f64::NEG_INFINITY));
         assert_eq!(parse_f64(b"+Infinity"), Some(f64::INFINITY));
+        for (text, want) in [("-inf", f64::NEG_INFINITY), ("+inf", f64::INFINITY), ("inf", f64::INFINITY), ("-Inf", f64::NEG_INFINITY), ("-infinity", f64::NEG_INFINITY)] {
+            assert_eq!(parse_f64(text.as_bytes()), Some(want), "{text}");
+        }
+        for bad in ["-in", "infx", "--inf", " -inf", "-inf "] {
+            assert_eq!(parse_f64(bad.as_bytes()), None, "{bad:?}");
+        }
         assert_eq!(parse_f64(b"1.5e3"), Some(1500.0));
     }
 
