@@ -1330,7 +1330,6 @@ mod tests {
                 z.pop_last();
             }
             if z.slots() != slots {
-                slots = z.slots();
                 compactions += 1;
                 let View::Big(t) = z.inner.view() else { panic!("still the tree layout") };
                 let members = check_treap(t);
