@@ -353,17 +353,8 @@ impl Tree {
         self.nodes.reserve_exact(n * 2);
         self.members.reserve_exact(n * 2);
         self.index = HashTable::with_capacity(n);
-        let mut in_order = Vec::with_capacity(n);
-        let (mut path, mut t) = (Vec::new(), old.root);
-        loop {
-            while t != NIL {
-                path.push(t);
-                t = old.nodes[t as usize].left;
-            }
-            let Some(x) = path.pop() else { break };
-            in_order.push(x);
-            t = old.nodes[x as usize].right;
-        }
+        let mut walk = old.cursor(0, true);
+        let in_order: Vec<u32> = std::iter::from_fn(|| old.walk_next(&mut walk, true)).collect();
         debug_assert_eq!(in_order.len(), n);
         // The right spine so far; a node is final (its size known) when it leaves the spine.
         let mut spine: Vec<u32> = Vec::new();
@@ -437,6 +428,20 @@ impl Tree {
             }
         }
         stack
+    }
+
+    /// The next node of an in-order walk whose pending ancestors are on `stack` (as [`Tree::cursor`] leaves them),
+    /// forward or backward; leaves the stack ready for the one after.
+    fn walk_next(&self, stack: &mut Vec<u32>, forward: bool) -> Option<u32> {
+        let id = stack.pop()?;
+        let n = &self.nodes[id as usize];
+        let mut t = if forward { n.right } else { n.left };
+        while t != NIL {
+            stack.push(t);
+            let c = &self.nodes[t as usize];
+            t = if forward { c.left } else { c.right };
+        }
+        Some(id)
     }
 
     fn select(&self, mut k: usize) -> u32 {
@@ -691,15 +696,8 @@ impl<'a> Iterator for Iter<'a> {
             }
             IterRepr::Tree { tree, stack, forward } => {
                 let tree: &'a Tree = tree;
-                let id = stack.pop()?;
-                let n = &tree.nodes[id as usize];
-                let mut t = if *forward { n.right } else { n.left };
-                while t != NIL {
-                    stack.push(t);
-                    let c = &tree.nodes[t as usize];
-                    t = if *forward { c.left } else { c.right };
-                }
-                Some((tree.member(id), n.score))
+                let id = tree.walk_next(stack, *forward)?;
+                Some((tree.member(id), tree.nodes[id as usize].score))
             }
         }
     }
