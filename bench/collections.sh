@@ -10,17 +10,21 @@
 #    zset-max-listpack-entries 128 / -value 64), persistence off.
 # 2. Throughput with redis-benchmark -t T -P 16 -c 50 -n N -r 100000 for T in lpush rpush lpop rpop sadd spop zadd
 #    zpopmin lrange_100 (one invocation per test, in that order, so the pops take what the pushes left), best of
-#    ROUNDS rounds alternating between the servers, with each server's CPU time per request (user + system from
-#    /proc/PID/stat around the invocation, median over the rounds; lrange_100's invocation includes the LPUSH that
-#    redis-benchmark runs first to fill the list, so its CPU figure is over both).
+#    ROUNDS rounds, with each server's CPU time per request (user + system from /proc/PID/stat around the
+#    invocation, median over the rounds; lrange_100's invocation includes the LPUSH that redis-benchmark runs first
+#    to fill the list, so its CPU figure is over both). Each test runs on both servers back to back, which one first
+#    alternating from test to test and round to round, so the two measurements of a pair meet the same period of a
+#    noisy machine (this VM's cost per request moves 10-25% over seconds: docs/benchmarks.md).
 # 3. The sorted-set rate limiter: MULTI; ZADD; ZREMRANGEBYSCORE; ZCARD; EXEC per check, 50 clients, 1000 users,
-#    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check, best of ROUNDS.
+#    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check, best of ROUNDS
+#    (which server goes first alternating from round to round).
 #
 # Usage: bench/collections.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli, python3, bc)
 #        PARTS="memory throughput ratelimit" (the default: all three) runs only the parts named, e.g. PARTS=memory for
 #        the memory table alone (it does not depend on timing, so it can be measured on a loaded machine); TESTS="lpush
 #        rpop" narrows the throughput part to those redis-benchmark tests. RUVIO_PORT / REDIS_PORT (default 7431 / 7432)
 #        move the servers off the default ports, so two checkouts can run it one after the other without colliding.
+#        DETAIL=1 also prints every round of the throughput part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-400000}
@@ -42,6 +46,8 @@ FLAGS=(--appendonly no)
 bench_init
 
 rss() { ps -o rss= -p "$1" | tr -d ' '; }
+# in_turn ROUND INDEX: ruvio first when ROUND + INDEX is even, redis-server first otherwise.
+in_turn() { if (( ($1 + $2) % 2 == 0 )); then echo ruvio redis; else echo redis ruvio; fi; }
 
 echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}' | cut -d= -f2); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -96,16 +102,14 @@ fi
 # ---- throughput ------------------------------------------------------------------------------------------------------
 if part throughput; then
 TESTS=(${TESTS:-lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100})
-bench() { # port pid -> CSV lines "test,rps,server-cpu-us-per-request"
-  local port=$1 pid=$2 t before after rows
-  for t in "${TESTS[@]}"; do
-    before=$(cpu_ticks "$pid")
-    redis-benchmark -p "$port" -n "$N" -c $CLIENTS -P 16 -r 100000 --csv -t "$t" 2>/dev/null >"$BENCH_WORK/one.csv"
-    after=$(cpu_ticks "$pid")
-    rows=$(($(wc -l <"$BENCH_WORK/one.csv") - 1))
-    # The last row is the test itself (lrange_100's first row is the LPUSH that fills the list).
-    echo "$t,$(tail -1 "$BENCH_WORK/one.csv" | awk -F, '{gsub(/"/,""); print $2}'),$(us_per_op "$before" "$after" $((N * rows)))"
-  done
+bench() { # port pid test -> CSV line "test,rps,server-cpu-us-per-request"
+  local port=$1 pid=$2 t=$3 before after rows
+  before=$(cpu_ticks "$pid")
+  redis-benchmark -p "$port" -n "$N" -c $CLIENTS -P 16 -r 100000 --csv -t "$t" 2>/dev/null >"$BENCH_WORK/one.csv"
+  after=$(cpu_ticks "$pid")
+  rows=$(($(wc -l <"$BENCH_WORK/one.csv") - 1))
+  # The last row is the test itself (lrange_100's first row is the LPUSH that fills the list).
+  echo "$t,$(tail -1 "$BENCH_WORK/one.csv" | awk -F, '{gsub(/"/,""); print $2}'),$(us_per_op "$before" "$after" $((N * rows)))"
 }
 
 start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
@@ -113,9 +117,16 @@ echo
 echo "redis-benchmark: -n $N -c $CLIENTS -P 16 -r 100000, best of $ROUNDS rounds (server CPU: median); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-11s %14s %14s %8s %12s %12s %9s\n' test ruvio_rps redis_rps ratio ruvio_cpu_us redis_cpu_us cpu_ratio
 : >"$BENCH_WORK/ruvio.csv"; : >"$BENCH_WORK/redis.csv"
-for _ in $(seq "$ROUNDS"); do
-  bench $RUVIO_PORT "$RUVIO_PID" >>"$BENCH_WORK/ruvio.csv"
-  bench $REDIS_PORT "$REDIS_PID" >>"$BENCH_WORK/redis.csv"
+for r in $(seq "$ROUNDS"); do
+  for i in "${!TESTS[@]}"; do
+    for side in $(in_turn "$r" "$i"); do
+      if [ "$side" = ruvio ]; then
+        bench $RUVIO_PORT "$RUVIO_PID" "${TESTS[$i]}" >>"$BENCH_WORK/ruvio.csv"
+      else
+        bench $REDIS_PORT "$REDIS_PID" "${TESTS[$i]}" >>"$BENCH_WORK/redis.csv"
+      fi
+    done
+  done
 done
 best() { awk -F, -v t="$2" '$1==t && $2>m {m=$2} END {print m}' "$1"; }
 cpu() { awk -F, -v t="$2" '$1==t {print $3}' "$1" | median; }
@@ -124,6 +135,10 @@ for t in "${TESTS[@]}"; do
   ca=$(cpu "$BENCH_WORK/ruvio.csv" "$t"); cb=$(cpu "$BENCH_WORK/redis.csv" "$t")
   printf '%-11s %14.0f %14.0f %8.2f %12.2f %12.2f %9.2f\n' "$t" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
 done
+if [ -n "${DETAIL:-}" ]; then
+  echo "each round: test, ruvio rps / cpu_us, redis rps / cpu_us"
+  paste -d, "$BENCH_WORK/ruvio.csv" "$BENCH_WORK/redis.csv" | awk -F, '{printf "  %-11s %8.0f / %5.2f   %8.0f / %5.2f\n", $1, $2, $3, $5, $6}'
+fi
 stop_servers
 fi
 
@@ -141,9 +156,14 @@ rl() { # port pid -> "checks_per_sec,cpu_us_per_check"
   echo "$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks_per_sec" {print $2}'),$(us_per_op "$before" "$after" "$checks")"
 }
 : >"$BENCH_WORK/rl-ruvio.csv"; : >"$BENCH_WORK/rl-redis.csv"
-for _ in $(seq "$ROUNDS"); do
-  rl $RUVIO_PORT "$RUVIO_PID" >>"$BENCH_WORK/rl-ruvio.csv"
-  rl $REDIS_PORT "$REDIS_PID" >>"$BENCH_WORK/rl-redis.csv"
+for r in $(seq "$ROUNDS"); do
+  for side in $(in_turn "$r" 0); do
+    if [ "$side" = ruvio ]; then
+      rl $RUVIO_PORT "$RUVIO_PID" >>"$BENCH_WORK/rl-ruvio.csv"
+    else
+      rl $REDIS_PORT "$REDIS_PID" >>"$BENCH_WORK/rl-redis.csv"
+    fi
+  done
 done
 a=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-ruvio.csv"); b=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-redis.csv")
 ca=$(cut -d, -f2 "$BENCH_WORK/rl-ruvio.csv" | median); cb=$(cut -d, -f2 "$BENCH_WORK/rl-redis.csv" | median)
