@@ -13,6 +13,8 @@
 # ZREMRANGEBYSCORE and ZCARD, 50 clients for 10 s), and the dump file (for `callgrind_annotate --inclusive=yes FILE`),
 # kept in $OUT_DIR. TESTS="ratelimit" measures only that.
 # The kernel's share of the CPU (read/write system calls, about one of each per 16 requests) is not in the figure.
+# LOCKED=1 also counts the atomic read-modify-write instructions each test executed per request, by object and
+# function (bench/locked_instructions.py; callgrind then records every instruction's address, --dump-instr=yes).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 WHICH=${1:?ruvio or redis}
@@ -29,7 +31,8 @@ case $WHICH in
   redis) server=(redis-server --port "$PORT" --dir "$OUT_DIR/data" --save '' --appendonly no --loglevel warning) ;;
   *) echo "ruvio or redis" >&2; exit 2 ;;
 esac
-valgrind --tool=callgrind --compress-strings=no --compress-pos=no --callgrind-out-file="$OUT.%p" "${server[@]}" >"$OUT_DIR/$WHICH.log" 2>&1 &
+DUMP_INSTR=(); [ -n "${LOCKED:-}" ] && DUMP_INSTR=(--dump-instr=yes)
+valgrind --tool=callgrind "${DUMP_INSTR[@]}" --compress-strings=no --compress-pos=no --callgrind-out-file="$OUT.%p" "${server[@]}" >"$OUT_DIR/$WHICH.log" 2>&1 &
 VG=$!
 trap 'kill $VG 2>/dev/null || true; wait $VG 2>/dev/null || true' EXIT
 for _ in $(seq 600); do [ "$(redis-cli -p "$PORT" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
@@ -56,5 +59,6 @@ for t in "${TESTS[@]}"; do
   # Several threads write one file each (callgrind's default is one file per process; keep it that way).
   ir=$(totals "$f")
   printf '%-11s %10.0f  %s\n' "$t" "$(echo "$ir / $reqs" | bc -l)" "$f"
+  [ -z "${LOCKED:-}" ] || python3 bench/locked_instructions.py "$f" "$reqs"
   cp "$f" "$OUT_DIR/$WHICH.$t.out"
 done
