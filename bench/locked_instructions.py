@@ -2,8 +2,8 @@
 """Atomic read-modify-write instructions (x86 `lock`-prefixed, and `xchg` with memory) executed per request, by
 object and function, from a callgrind dump written with --dump-instr=yes (bench/ir-per-request.sh with LOCKED=1).
 
-Each one costs this VM about 6 ns where a plain load and store cost 0.6 (a loop that stores and then adds to a
-counter, docs/benchmarks.md), a cost callgrind's instruction count does not show.
+Each one costs this VM about 6 ns where a plain load and store cost under 1 (bench/idle_cost.sh), a cost callgrind's
+instruction count does not show.
 
 Usage: locked_instructions.py DUMP REQUESTS [TOP]
 """
