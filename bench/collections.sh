@@ -10,8 +10,8 @@
 #    zset-max-listpack-entries 128 / -value 64), persistence off.
 # 2. Throughput with redis-benchmark -t T -P 16 -c 50 -n N -r 100000 for T in lpush rpush lpop rpop sadd spop zadd
 #    zpopmin lrange_100 (one invocation per test, in that order, so the pops take what the pushes left), best of
-#    ROUNDS rounds, with each server's CPU time per request (user + system from /proc/PID/stat around the
-#    invocation, median over the rounds; lrange_100's invocation includes the LPUSH that redis-benchmark runs first
+#    ROUNDS rounds, with each server's CPU time per request (user + system, its CPU clock in ns read around the
+#    invocation: cpu_ns in bench/lib.sh; median over the rounds; lrange_100's invocation includes the LPUSH that redis-benchmark runs first
 #    to fill the list, so its CPU figure is over both). Each test runs on both servers back to back, which one first
 #    alternating from test to test and round to round, so the two measurements of a pair meet the same period of a
 #    noisy machine (this VM's cost per request moves 10-25% over seconds: docs/benchmarks.md).
@@ -104,12 +104,12 @@ if part throughput; then
 TESTS=(${TESTS:-lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100})
 bench() { # port pid test -> CSV line "test,rps,server-cpu-us-per-request"
   local port=$1 pid=$2 t=$3 before after rows
-  before=$(cpu_ticks "$pid")
+  before=$(cpu_ns "$pid")
   redis-benchmark -p "$port" -n "$N" -c $CLIENTS -P 16 -r 100000 --csv -t "$t" 2>/dev/null >"$BENCH_WORK/one.csv"
-  after=$(cpu_ticks "$pid")
+  after=$(cpu_ns "$pid")
   rows=$(($(wc -l <"$BENCH_WORK/one.csv") - 1))
   # The last row is the test itself (lrange_100's first row is the LPUSH that fills the list).
-  echo "$t,$(tail -1 "$BENCH_WORK/one.csv" | awk -F, '{gsub(/"/,""); print $2}'),$(us_per_op "$before" "$after" $((N * rows)))"
+  echo "$t,$(tail -1 "$BENCH_WORK/one.csv" | awk -F, '{gsub(/"/,""); print $2}'),$(us_per_op_ns "$before" "$after" $((N * rows)))"
 }
 
 start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
@@ -149,11 +149,11 @@ echo
 echo "rate limiter: MULTI ZADD ZREMRANGEBYSCORE ZCARD EXEC, $CLIENTS clients, 1000 users, ${SECONDS_RL}s, best of $ROUNDS; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 rl() { # port pid -> "checks_per_sec,cpu_us_per_check"
   local before after out checks
-  before=$(cpu_ticks "$2")
+  before=$(cpu_ns "$2")
   out=$("$RL_DRIVER" --port "$1" --clients $CLIENTS --users 1000 --seconds "$SECONDS_RL")
-  after=$(cpu_ticks "$2")
+  after=$(cpu_ns "$2")
   checks=$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks" {print $2}')
-  echo "$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks_per_sec" {print $2}'),$(us_per_op "$before" "$after" "$checks")"
+  echo "$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks_per_sec" {print $2}'),$(us_per_op_ns "$before" "$after" "$checks")"
 }
 : >"$BENCH_WORK/rl-ruvio.csv"; : >"$BENCH_WORK/rl-redis.csv"
 for r in $(seq "$ROUNDS"); do

@@ -2,7 +2,7 @@
 # Paired comparison of builds (and redis-server) under redis-benchmark: each round starts every server fresh, in
 # turn, and runs the named tests in order against it (-P 16 or $PIPELINE, -c 50 -r 100000, N requests each), so the builds meet
 # the same periods of a noisy machine. Prints each round, then per test the median over the rounds of requests/s
-# and of the server's CPU per request (user + system from /proc/PID/stat, in clock ticks: +-1 tick / N).
+# and of the server's CPU per request (user + system: its CPU clock in ns, cpu_ns in bench/lib.sh).
 #
 # Usage: ROUNDS=6 N=300000 [PIPELINE=16] bash bench/paired.sh BIN [BIN ...] [redis] -- TEST [TEST ...]
 #   BIN is a ruvio binary (e.g. a copy of target/release/ruvio of each commit); "redis" is Debian's redis-server,
@@ -30,12 +30,12 @@ for r in $(seq "$ROUNDS"); do
     wait_ready "$PORT"
     line="$r $b"
     for t in "${tests[@]}"; do
-      c0=$(cpu_ticks "$pid")
+      c0=$(cpu_ns "$pid")
       rps=$(redis-benchmark -p "$PORT" -t "$t" -P "$PIPELINE" -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
-      c1=$(cpu_ticks "$pid")
+      c1=$(cpu_ns "$pid")
       # lrange_100 runs an LPUSH fill first: its CPU is over both halves.
       n=$N; [ "$t" = lrange_100 ] && n=$((2 * N))
-      line="$line $t=${rps%.*}/$(( (c1 - c0) * 1000000000 / $(getconf CLK_TCK) / n ))"
+      line="$line $t=${rps%.*}/$(( (c1 - c0) / n ))"
     done
     echo "round $line" | tee -a "$out"
     kill "$pid"; wait "$pid" 2>/dev/null || true
