@@ -19,6 +19,9 @@
 #    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check, best of ROUNDS
 #    (which server goes first alternating from round to round).
 #
+# Placement: both servers run on cpu0 and redis-benchmark and the rate-limiter driver on cpu1 (on a machine with two
+# or more CPUs; BENCH_SERVER_CPUS / BENCH_CLIENT_CPUS choose others, set empty for none): see bench/lib.sh.
+#
 # Usage: bench/collections.sh [requests-per-test]   (needs redis-server, redis-benchmark, redis-cli, python3, bc)
 #        PARTS="memory throughput ratelimit" (the default: all three) runs only the parts named, e.g. PARTS=memory for
 #        the memory table alone (it does not depend on timing, so it can be measured on a loaded machine); TESTS="lpush
@@ -44,12 +47,17 @@ FLAGS=(--appendonly no)
 ! part ratelimit || [ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
 . bench/lib.sh
 bench_init
+# Both servers on cpu0, the load generators on cpu1 (BENCH_SERVER_CPUS= BENCH_CLIENT_CPUS= for no pinning): the two
+# vCPUs of this machine differ by about 30% for the server's role, for either server (bench/lib.sh, "Placement").
+if [ "$(nproc)" -ge 2 ]; then
+  export BENCH_SERVER_CPUS=${BENCH_SERVER_CPUS-0} BENCH_CLIENT_CPUS=${BENCH_CLIENT_CPUS-1}
+fi
 
 rss() { ps -o rss= -p "$1" | tr -d ' '; }
 # in_turn ROUND INDEX: ruvio first when ROUND + INDEX is even, redis-server first otherwise.
 in_turn() { if (( ($1 + $2) % 2 == 0 )); then echo ruvio redis; else echo redis ruvio; fi; }
 
-echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}' | cut -d= -f2); load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "ruvio $($RUVIO --version | awk '{print $2}') vs redis-server $(redis-server --version | awk '{print $3}' | cut -d= -f2); servers on cpus ${BENCH_SERVER_CPUS:-any}, load generators on ${BENCH_CLIENT_CPUS:-any}; load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # ---- memory ------------------------------------------------------------------------------------------------------
 if part memory; then
@@ -105,7 +113,7 @@ TESTS=(${TESTS:-lpush rpush lpop rpop sadd spop zadd zpopmin lrange_100})
 bench() { # port pid test -> CSV line "test,rps,server-cpu-us-per-request"
   local port=$1 pid=$2 t=$3 before after rows
   before=$(cpu_ns "$pid")
-  redis-benchmark -p "$port" -n "$N" -c $CLIENTS -P 16 -r 100000 --csv -t "$t" 2>/dev/null >"$BENCH_WORK/one.csv"
+  on_client_cpus redis-benchmark -p "$port" -n "$N" -c $CLIENTS -P 16 -r 100000 --csv -t "$t" 2>/dev/null >"$BENCH_WORK/one.csv"
   after=$(cpu_ns "$pid")
   rows=$(($(wc -l <"$BENCH_WORK/one.csv") - 1))
   # The last row is the test itself (lrange_100's first row is the LPUSH that fills the list).
@@ -150,7 +158,7 @@ echo "rate limiter: MULTI ZADD ZREMRANGEBYSCORE ZCARD EXEC, $CLIENTS clients, 10
 rl() { # port pid -> "checks_per_sec,cpu_us_per_check"
   local before after out checks
   before=$(cpu_ns "$2")
-  out=$("$RL_DRIVER" --port "$1" --clients $CLIENTS --users 1000 --seconds "$SECONDS_RL")
+  out=$(on_client_cpus "$RL_DRIVER" --port "$1" --clients $CLIENTS --users 1000 --seconds "$SECONDS_RL")
   after=$(cpu_ns "$2")
   checks=$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks" {print $2}')
   echo "$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks_per_sec" {print $2}'),$(us_per_op_ns "$before" "$after" "$checks")"

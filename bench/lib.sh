@@ -2,6 +2,12 @@
 # stopped when the script exits, readiness checks, medians and CPU time.
 #
 # Needs RUVIO (the ruvio binary) set before start_ruvio is called.
+#
+# Placement: with BENCH_SERVER_CPUS set (a taskset CPU list, e.g. 0), start_ruvio and start_redis start the server
+# on those CPUs, and `on_client_cpus CMD...` runs a load generator on BENCH_CLIENT_CPUS. On the 2-vCPU machine the two
+# vCPUs are not alike: the same server spent 11-14 us per rate-limiter check on cpu0 and 15-18 on cpu1, redis-server
+# and Ruvio alike (docs/benchmarks.md, "Which vCPU the server runs on"), so unpinned, which one the scheduler picked
+# for each server in a round decided more than the servers did.
 
 BENCH_PIDS=()
 
@@ -19,11 +25,17 @@ bench_cleanup() {
   rm -rf "$BENCH_WORK"
 }
 
+# server_pin: the command prefix that puts a server on BENCH_SERVER_CPUS (empty when unset). taskset execs the
+# server, so $! stays the server's pid.
+server_pin() { [ -z "${BENCH_SERVER_CPUS:-}" ] || echo taskset -c "$BENCH_SERVER_CPUS"; }
+# on_client_cpus CMD...: CMD on BENCH_CLIENT_CPUS when set.
+on_client_cpus() { if [ -n "${BENCH_CLIENT_CPUS:-}" ]; then taskset -c "$BENCH_CLIENT_CPUS" "$@"; else "$@"; fi; }
+
 # start_ruvio PORT [flags...]: ruvio with its own data folder; the pid is left in LAST_PID.
 start_ruvio() {
   local port=$1; shift
   rm -rf "$BENCH_WORK/ruvio-$port"; mkdir -p "$BENCH_WORK/ruvio-$port"
-  "$RUVIO" --port "$port" --dir "$BENCH_WORK/ruvio-$port" --loglevel warning "$@" >"$BENCH_WORK/ruvio-$port.log" 2>&1 &
+  $(server_pin) "$RUVIO" --port "$port" --dir "$BENCH_WORK/ruvio-$port" --loglevel warning "$@" >"$BENCH_WORK/ruvio-$port.log" 2>&1 &
   LAST_PID=$!; BENCH_PIDS+=("$LAST_PID")
 }
 
@@ -31,7 +43,7 @@ start_ruvio() {
 start_redis() {
   local port=$1; shift
   rm -rf "$BENCH_WORK/redis-$port"; mkdir -p "$BENCH_WORK/redis-$port"
-  redis-server --port "$port" --dir "$BENCH_WORK/redis-$port" --save '' --loglevel warning "$@" >"$BENCH_WORK/redis-$port.log" 2>&1 &
+  $(server_pin) redis-server --port "$port" --dir "$BENCH_WORK/redis-$port" --save '' --loglevel warning "$@" >"$BENCH_WORK/redis-$port.log" 2>&1 &
   LAST_PID=$!; BENCH_PIDS+=("$LAST_PID")
 }
 
