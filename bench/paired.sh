@@ -21,6 +21,10 @@ shift
 tests=("$@")
 . bench/lib.sh
 bench_init
+# As bench/collections.sh: servers on cpu0, redis-benchmark on cpu1 (BENCH_SERVER_CPUS= BENCH_CLIENT_CPUS= for none).
+if [ "$(nproc)" -ge 2 ]; then
+  export BENCH_SERVER_CPUS=${BENCH_SERVER_CPUS-0} BENCH_CLIENT_CPUS=${BENCH_CLIENT_CPUS-1}
+fi
 out="$BENCH_WORK/rounds.txt"
 
 for r in $(seq "$ROUNDS"); do
@@ -31,7 +35,7 @@ for r in $(seq "$ROUNDS"); do
     line="$r $b"
     for t in "${tests[@]}"; do
       c0=$(cpu_ns "$pid")
-      rps=$(redis-benchmark -p "$PORT" -t "$t" -P "$PIPELINE" -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
+      rps=$(on_client_cpus redis-benchmark -p "$PORT" -t "$t" -P "$PIPELINE" -c 50 -n "$N" -r 100000 -q 2>/dev/null | tr '\r' '\n' | grep 'requests per second' | tail -1 | sed -E 's/.*: ([0-9.]+) requests per second.*/\1/')
       c1=$(cpu_ns "$pid")
       # lrange_100 runs an LPUSH fill first: its CPU is over both halves.
       n=$N; [ "$t" = lrange_100 ] && n=$((2 * N))
