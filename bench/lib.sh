@@ -5,9 +5,9 @@
 #
 # Placement: with BENCH_SERVER_CPUS set (a taskset CPU list, e.g. 0), start_ruvio and start_redis start the server
 # on those CPUs, and `on_client_cpus CMD...` runs a load generator on BENCH_CLIENT_CPUS. On the 2-vCPU machine the two
-# vCPUs are not alike: the same server spent 11-14 us per rate-limiter check on cpu0 and 15-18 on cpu1, redis-server
-# and Ruvio alike (docs/benchmarks.md, "Which vCPU the server runs on"), so unpinned, which one the scheduler picked
-# for each server in a round decided more than the servers did.
+# vCPUs are not alike, at times: the same server spent 11-14 us per rate-limiter check on cpu0 and 15-18 on cpu1,
+# redis-server and Ruvio alike (bench/placement.sh; docs/benchmarks.md, "Which vCPU the server runs on"), so unpinned,
+# the vCPU the scheduler picked for each server in a round could decide more than the servers did.
 
 BENCH_PIDS=()
 
