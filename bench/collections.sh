@@ -11,8 +11,8 @@
 # 2. Throughput with redis-benchmark -t T -P 16 -c 50 -n N -r 100000 for T in lpush rpush lpop rpop sadd spop zadd
 #    zpopmin lrange_100 (one invocation per test, in that order, so the pops take what the pushes left), best of
 #    ROUNDS rounds, with each server's CPU time per request (user + system, its CPU clock in ns read around the
-#    invocation: cpu_ns in bench/lib.sh; median over the rounds; lrange_100's invocation includes the LPUSH that redis-benchmark runs first
-#    to fill the list, so its CPU figure is over both). Each test runs on both servers back to back, which one first
+#    invocation: cpu_ns in bench/lib.sh; median over the rounds; lrange_100's invocation includes the LPUSH that
+#    redis-benchmark runs first to fill the list, so its CPU figure is over both). Each test runs on both servers back to back, which one first
 #    alternating from test to test and round to round, so the two measurements of a pair meet the same period of a
 #    noisy machine (this VM's cost per request moves 10-25% over seconds: docs/benchmarks.md).
 # 3. The sorted-set rate limiter: MULTI; ZADD; ZREMRANGEBYSCORE; ZCARD; EXEC per check, 50 clients, 1000 users,
@@ -47,8 +47,8 @@ FLAGS=(--appendonly no)
 ! part ratelimit || [ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
 . bench/lib.sh
 bench_init
-# Both servers on cpu0, the load generators on cpu1 (BENCH_SERVER_CPUS= BENCH_CLIENT_CPUS= for no pinning): the two
-# vCPUs of this machine differ by about 30% for the server's role, for either server (bench/lib.sh, "Placement").
+# Both servers on cpu0, the load generators on cpu1 (BENCH_SERVER_CPUS= BENCH_CLIENT_CPUS= for no pinning): at times
+# the two vCPUs of this machine differ by up to 30% for the server's role, for either server (bench/lib.sh).
 if [ "$(nproc)" -ge 2 ]; then
   export BENCH_SERVER_CPUS=${BENCH_SERVER_CPUS-0} BENCH_CLIENT_CPUS=${BENCH_CLIENT_CPUS-1}
 fi
