@@ -40,7 +40,11 @@ grep -qE "Passed: +[1-9]" "$work/test.log" || fail "dotnet test reported no pass
 if grep -E "Skipped: +[1-9]" "$work/test.log"; then fail "a test was skipped: tests here fail, they never skip"; fi
 
 echo "== dotnet pack"
-dotnet pack . -c Release --no-build -o "$work/feed" -v quiet -nologo
+# The two packages by name: packing the whole solution made the ASP.NET Core sample (a web project, not packable)
+# warn that it cannot be packed.
+for project in src/Ruvio.Client src/Ruvio.AspNetCore.DistributedLock; do
+  dotnet pack "$project" -c Release --no-build -o "$work/feed" -v quiet -nologo
+done
 nupkg="$(ls "$work"/feed/Ruvio.Client.[0-9]*.nupkg 2>/dev/null | grep -v '\.snupkg$' | head -1)"
 [ -n "$nupkg" ] || fail "dotnet pack produced no Ruvio.Client.<version>.nupkg"
 version="$(basename "$nupkg" .nupkg)"; version="${version#Ruvio.Client.}"
@@ -52,7 +56,7 @@ done
 symbols="$(unzip -l "$work/feed/Ruvio.Client.$version.snupkg")"
 grep -q "lib/net10.0/Ruvio.Client.pdb" <<<"$symbols" || fail "the .snupkg lacks lib/net10.0/Ruvio.Client.pdb"
 echo "packed $(basename "$nupkg") (README, XML docs) and its .snupkg"
-# The ASP.NET Core package (issue 32) is packed by the same command: its README, XML docs and symbols, and it
+# The ASP.NET Core package (issue 32), packed the same way: its README, XML docs and symbols, and it
 # depends on Ruvio.Client and the ASP.NET Core shared framework only.
 aspnet="$work/feed/Ruvio.AspNetCore.DistributedLock.$version.nupkg"
 [ -f "$aspnet" ] || fail "dotnet pack produced no Ruvio.AspNetCore.DistributedLock.$version.nupkg"
