@@ -47,11 +47,9 @@ FLAGS=(--appendonly no)
 ! part ratelimit || [ -x "$RL_DRIVER" ] || cargo build --release -p ruvio-server --example rate_limiter
 . bench/lib.sh
 bench_init
-# Both servers on cpu0, the load generators on cpu1 (BENCH_SERVER_CPUS= BENCH_CLIENT_CPUS= for no pinning): at times
-# the two vCPUs of this machine differ by up to 30% for the server's role, for either server (bench/lib.sh).
-if [ "$(nproc)" -ge 2 ]; then
-  export BENCH_SERVER_CPUS=${BENCH_SERVER_CPUS-0} BENCH_CLIENT_CPUS=${BENCH_CLIENT_CPUS-1}
-fi
+# Both servers on cpu0, the load generators on cpu1: at times the two vCPUs of this machine differ by up to 30% for
+# the server's role, for either server (bench/lib.sh).
+pin_by_default
 
 rss() { ps -o rss= -p "$1" | tr -d ' '; }
 # in_turn ROUND INDEX: ruvio first when ROUND + INDEX is even, redis-server first otherwise.
@@ -160,8 +158,8 @@ rl() { # port pid -> "checks_per_sec,cpu_us_per_check"
   before=$(cpu_ns "$2")
   out=$(on_client_cpus "$RL_DRIVER" --port "$1" --clients $CLIENTS --users 1000 --seconds "$SECONDS_RL")
   after=$(cpu_ns "$2")
-  checks=$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks" {print $2}')
-  echo "$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks_per_sec" {print $2}'),$(us_per_op_ns "$before" "$after" "$checks")"
+  checks=$(field "$out" checks)
+  echo "$(field "$out" checks_per_sec),$(us_per_op_ns "$before" "$after" "$checks")"
 }
 : >"$BENCH_WORK/rl-ruvio.csv"; : >"$BENCH_WORK/rl-redis.csv"
 for r in $(seq "$ROUNDS"); do

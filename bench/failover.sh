@@ -29,8 +29,6 @@ bench_init
 
 P0=7541; P1=7542; P2=7543; S0=27541; S1=27542; S2=27543
 
-field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
-
 COORD_PASS=bench-coordinator-secret
 
 start_coordinators() { # primary port

@@ -33,7 +33,6 @@ DRIVER="$BENCH_WORK/go_client_locks"
 # Persistence off on both sides: this compares the request path and the clients, not the disk.
 start_both $RUVIO_PORT $REDIS_PORT --appendonly no
 
-field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 run() { # port mode pid -> the driver's fields plus server and driver CPU time per cycle
   local before after out driver cycles
   before=$(cpu_ticks "$3")

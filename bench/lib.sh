@@ -88,6 +88,17 @@ cpu_ns() { python3 -c 'import sys, time; pid = int(sys.argv[1]); print(time.cloc
 # us_per_op_ns NS_BEFORE NS_AFTER OPS: CPU microseconds per operation between two cpu_ns readings.
 us_per_op_ns() { echo "($2 - $1) / 1000 / $3" | bc -l; }
 
+# field OUTPUT KEY: the value of KEY in a driver's "key=value key=value ..." output line.
+field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
+
+# pin_by_default: on a machine with two or more CPUs, servers on cpu0 and load generators on cpu1 unless
+# BENCH_SERVER_CPUS / BENCH_CLIENT_CPUS are set (set empty: no pinning). See "Placement" above.
+pin_by_default() {
+  if [ "$(nproc)" -ge 2 ]; then
+    export BENCH_SERVER_CPUS=${BENCH_SERVER_CPUS-0} BENCH_CLIENT_CPUS=${BENCH_CLIENT_CPUS-1}
+  fi
+}
+
 # cpu_seconds OUT CMD...: runs CMD with its stdout in the file OUT (stderr in OUT.err) and prints the CPU time it
 # took itself, user + system, in seconds: for a load generator, whose own cost can cap what it measures.
 cpu_seconds() {

@@ -34,7 +34,6 @@ bench_init
 # Persistence off on both sides: this compares the request path, not the disk.
 start_both $RUVIO_PORT $REDIS_PORT --appendonly no
 
-field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 run() { # port mode keys pid -> the driver's fields plus the server's and the driver's CPU time per cycle
   local before after out driver cycles
   before=$(cpu_ticks "$4")

@@ -21,10 +21,8 @@ shift
 tests=("$@")
 . bench/lib.sh
 bench_init
-# As bench/collections.sh: servers on cpu0, redis-benchmark on cpu1 (BENCH_SERVER_CPUS= BENCH_CLIENT_CPUS= for none).
-if [ "$(nproc)" -ge 2 ]; then
-  export BENCH_SERVER_CPUS=${BENCH_SERVER_CPUS-0} BENCH_CLIENT_CPUS=${BENCH_CLIENT_CPUS-1}
-fi
+# As bench/collections.sh: servers on cpu0, redis-benchmark on cpu1.
+pin_by_default
 out="$BENCH_WORK/rounds.txt"
 
 for r in $(seq "$ROUNDS"); do

@@ -34,8 +34,8 @@ for side in ruvio redis; do
       before=$(cpu_ns "$pid")
       out=$(taskset -c $((1 - cpu)) "$DRIVER" --port "$PORT" --clients 50 --users 1000 --seconds "$SECONDS_RUN")
       after=$(cpu_ns "$pid")
-      checks=$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks" {print $2}')
-      rate=$(echo "$out" | tr ' ' '\n' | awk -F= '$1 == "checks_per_sec" {print $2}')
+      checks=$(field "$out" checks)
+      rate=$(field "$out" checks_per_sec)
       printf '%-6s %-7s %-10s %12s %14.2f\n' "$r" "$side" "cpu$cpu" "$rate" "$(us_per_op_ns "$before" "$after" "$checks")"
     done
   done

@@ -51,7 +51,6 @@ kill -0 "$RUVIO_PID" && kill -0 "$REDIS_PID" || { echo "a server did not start (
 [ "$(redis-cli -p $RUVIO_PORT --raw HELLO 2 | sed -n 2p)" = ruvio ] || { echo "port $RUVIO_PORT is not our ruvio" >&2; exit 1; }
 [ "$(redis-cli -p $REDIS_PORT --raw HELLO 2 | sed -n 2p)" = redis ] || { echo "port $REDIS_PORT is not our redis-server" >&2; exit 1; }
 
-field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 run() { # client flavor port pid
   local before after out cycles
   before=$(cpu_ticks "$4")

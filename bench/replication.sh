@@ -37,7 +37,6 @@ for p in $RR $DR; do
   for _ in $(seq 100); do redis-cli -p $p info replication | grep -q 'master_link_status:up' && break; sleep 0.1; done
 done
 
-field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 run() { # port mode clients pid pid -> driver fields + cpu_us (both servers) per cycle
   local b1 b2 a1 a2 out cycles
   b1=$(cpu_ticks "$4"); b2=$(cpu_ticks "$5")

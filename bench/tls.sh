@@ -38,7 +38,6 @@ start_ruvio $RUVIO_PORT --appendonly no --tls-port $RUVIO_TLS "${tls[@]}"; RUVIO
 start_redis $REDIS_PORT --appendonly no --tls-port $REDIS_TLS "${tls[@]}"; REDIS_PID=$LAST_PID
 wait_ready $RUVIO_PORT $REDIS_PORT
 
-field() { echo "$1" | tr ' ' '\n' | awk -F= -v k="$2" '$1==k {print $2}'; }
 run() { # port mode [tls] -> the driver's fields
   local extra=()
   [ "${3:-}" = tls ] && extra=(--tls-dir "$CERTS")
