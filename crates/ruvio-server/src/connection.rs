@@ -370,7 +370,7 @@ impl Connection {
 
     /// Runs commands from the front of `batch` under one lock acquisition until the batch is done, a command
     /// blocks, the connection must close, or enough ran for the lock to be released for others.
-    fn run_some(&mut self, batch: &mut Batch) -> (Step, Option<Block>) {
+    fn run_some(&mut self, batch: &mut Batch) -> (Step, Option<Box<Block>>) {
         crate::workers::note_connection_ran(&mut self.counted_in_window, batch.len());
         // The first command reads the clock afresh: time has passed since the last run (I/O, a wait).
         self.batch_clock = None;
@@ -398,7 +398,7 @@ impl Connection {
         shared: &'g Arc<Shared>,
         batch: &mut Batch,
         guard: &mut Option<MutexGuard<'g, Store>>,
-    ) -> (Step, Option<Block>) {
+    ) -> (Step, Option<Box<Block>>) {
         let mut ran = 0;
         if batch.len() > 1 && !shared.loading.load(Ordering::Acquire) && !shared.scripts.run.running.load(Ordering::Acquire) {
             // Most commands name their key first: start fetching every key of the batch before running any.
@@ -463,7 +463,7 @@ impl Connection {
     /// On a durable connection (CLIENT DURABILITY REPLICAS n), a command that logged something (a write, an EXEC, a
     /// script: `commands::call` notes it, from the script's thread too) is answered only once it is fsynced here and
     /// on n replicas: the wait for that, with the reply it will give and the grants to undo if it does not come.
-    fn durable_wait<'g>(&self, shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>, args: &[Bytes], reply: Option<&Value>) -> Option<Block> {
+    fn durable_wait<'g>(&self, shared: &'g Arc<Shared>, guard: &mut Option<MutexGuard<'g, Store>>, args: &[Bytes], reply: Option<&Value>) -> Option<Box<Block>> {
         let n = self.state.durability_replicas;
         let reply = reply?;
         // Cheap checks first: this runs after every command of every connection.
@@ -479,7 +479,7 @@ impl Connection {
         // Everything logged up to now: a script may have run on another thread, its records staged since.
         let lsn = shared.commit_log(store);
         let single = commands::resolve(args).is_ok_and(|r| r.spec.has(commands::flags::WRITE));
-        Some(crate::replication::durable::wait(shared, lsn, n, pending.grants, reply.clone(), single))
+        Some(Box::new(crate::replication::durable::wait(shared, lsn, n, pending.grants, reply.clone(), single)))
     }
 
     /// Runs one command. `None` means: close the connection without a reply.
@@ -488,7 +488,7 @@ impl Connection {
         shared: &'g Arc<Shared>,
         args: &[Bytes],
         guard: &mut Option<MutexGuard<'g, Store>>,
-    ) -> (Option<Value>, Option<Block>) {
+    ) -> (Option<Value>, Option<Box<Block>>) {
         self.commands_run += 1;
         let info = &self.state.info;
         info.reply_error_counted.store(false, Ordering::Relaxed);
@@ -549,8 +549,8 @@ impl Connection {
 
     /// Waits for a blocked command's outcome without holding any lock. `None`: the client left (or was killed)
     /// while waiting; it is withdrawn and anything granted to it in that instant is given back.
-    async fn wait_for(&mut self, block: Block) -> Option<Value> {
-        let Block { mut rx, timeout, cancel, abandon, timeout_reply } = block;
+    async fn wait_for(&mut self, block: Box<Block>) -> Option<Value> {
+        let Block { mut rx, timeout, cancel, abandon, timeout_reply } = *block;
         self.state.info.blocked.store(true, Ordering::Relaxed);
         let mut shutdown = self.shared.shutdown.subscribe();
         let info = self.state.info.clone();

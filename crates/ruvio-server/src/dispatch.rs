@@ -30,7 +30,7 @@ pub fn execute<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>) {
+) -> (Value, Option<Box<Block>>) {
     execute_from(caller, &mut Stamp::now(), now, shared, client, args, guard)
 }
 
@@ -44,7 +44,7 @@ pub fn execute_client<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>) {
+) -> (Value, Option<Box<Block>>) {
     execute_from(Caller::Client, clock, now, shared, client, args, guard)
 }
 
@@ -58,7 +58,7 @@ fn execute_from<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>) {
+) -> (Value, Option<Box<Block>>) {
     match commands::resolve(args) {
         Ok(resolved) if caller != Caller::Replay => timed(caller, resolved, clock, now, shared, client, args, guard),
         Ok(resolved) => {
@@ -82,7 +82,7 @@ fn timed<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>) {
+) -> (Value, Option<Box<Block>>) {
     let spec = resolved.spec;
     let (reply, block, stage) = execute_resolved(caller, resolved, now, shared, client, args, guard);
     let ended = Stamp::now();
@@ -106,7 +106,7 @@ fn timed<'g>(
 }
 
 /// A command refused before it ran. Inside a client's MULTI it also makes EXEC fail (Redis's EXECABORT).
-fn refuse(caller: Caller, client: &mut ClientState, reply: Value) -> (Value, Option<Block>) {
+fn refuse(caller: Caller, client: &mut ClientState, reply: Value) -> (Value, Option<Box<Block>>) {
     if caller == Caller::Client && client.multi.is_some() {
         client.multi_error = true;
     }
@@ -130,7 +130,7 @@ fn execute_resolved<'g>(
     client: &mut ClientState,
     args: &[Bytes],
     guard: &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>, Stage) {
+) -> (Value, Option<Box<Block>>, Stage) {
     if let Err(refusal) = gates(caller, &resolved, shared, client, args) {
         return (refusal, None, Stage::Refused);
     }

@@ -86,7 +86,7 @@ pub fn set_keepalive(stream: &TcpStream, secs: u64) {
 }
 
 /// Sleeps of this thread end when asked (1 us of slack instead of the default 50 us): the I/O workers' pause under
-/// load (`workers.rs`) is 20 us, and the default slack would more than triple it.
+/// load (`workers.rs`) is 20-100 us, and the default slack would add up to 50 us to it.
 pub fn precise_sleeps() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory of ours.

@@ -106,9 +106,18 @@ impl Workers {
 // commands each); a lone client, a few clients, clients that send one command at a time (lock traffic: with 10
 // such clients a pause cost 15% of their throughput), a round whose replies wait for the log and a worker busy
 // nearly all the time (which has no idle time to give) never pause.
+//
+// How long: a fraction of the time the worker takes to serve one round of its active connections (one read each),
+// so the latency the pause adds stays a small share of the clients' round trip however many they are. A pause has a
+// fixed cost, the sleep itself: on this paravirtualised VM about 13 us of the server's CPU (a timer to program and a
+// context switch each way; `nanosleep` of 0 us costs as much), so a 50-client `-P 16` load that paused 20 us
+// spent about a tenth of its CPU on pauses; the longer pause there gathers more requests per sleep.
 
-/// How long a loaded worker pauses before it waits for its sockets.
-const PAUSE: Duration = Duration::from_micros(20);
+/// The shortest and longest pause of a loaded worker before it waits for its sockets ...
+const PAUSE_MIN: Duration = Duration::from_micros(20);
+const PAUSE_MAX: Duration = Duration::from_micros(100);
+/// ... which is this fraction (1/n) of the time it took to serve one round of its active connections.
+const PAUSE_SHARE_OF_ROUND: u32 = 8;
 /// How many of a worker's connections must have run commands in the current or last window for it to pause.
 const LOADED_CONNECTIONS: u32 = 8;
 const ACTIVE_WINDOW: Duration = Duration::from_millis(1);
@@ -156,6 +165,18 @@ struct Coalescing {
     busy: Duration,
     /// The share of the last window the worker ran.
     busy_before: f64,
+    /// The pause the last window's load calls for ([`pause_for_round`]).
+    pause: Duration,
+}
+
+/// The pause for a worker that ran `batches` reads in `busy` time with `active` connections: a share of one round,
+/// within [`PAUSE_MIN`] and [`PAUSE_MAX`].
+fn pause_for_round(busy: Duration, batches: u64, active: u32) -> Duration {
+    if batches == 0 {
+        return PAUSE_MIN;
+    }
+    let per_read = busy / batches.min(u32::MAX as u64) as u32;
+    (per_read * active / PAUSE_SHARE_OF_ROUND).clamp(PAUSE_MIN, PAUSE_MAX)
 }
 
 impl Coalescing {
@@ -173,6 +194,7 @@ impl Coalescing {
                 self.window += 1;
                 self.window_started = Some(now);
                 self.active_before = std::mem::take(&mut self.active);
+                self.pause = pause_for_round(busy, self.batches, self.active_before);
                 self.pipelined_before = pipelined(std::mem::take(&mut self.batches), std::mem::take(&mut self.commands));
             }
         }
@@ -181,7 +203,7 @@ impl Coalescing {
         let probe = self.pauses_in_a_row + 1 >= PROBE_EVERY;
         self.paused = loaded && self.idles_briefly && !probe && !commit_pending;
         self.pauses_in_a_row = if self.paused { self.pauses_in_a_row + 1 } else { 0 };
-        self.paused.then_some(PAUSE)
+        self.paused.then_some(self.pause.max(PAUSE_MIN))
     }
 
     /// The runtime is about to wait for its sockets.
@@ -282,6 +304,38 @@ mod tests {
         cycle(&mut c, &mut t, 50, Duration::from_millis(2), false);
         assert_eq!(cycle(&mut c, &mut t, 50, Duration::from_micros(20), false), None, "the last wait was long");
         assert_eq!(cycle(&mut c, &mut t, 50, Duration::from_micros(20), true), None, "replies wait for the commit");
-        assert_eq!(cycle(&mut c, &mut t, 50, Duration::from_micros(20), false), Some(PAUSE));
+        assert_eq!(cycle(&mut c, &mut t, 50, Duration::from_micros(20), false), Some(PAUSE_MIN));
+    }
+
+    /// The pause the worker takes once it has settled into `conns` connections each sending 16 commands per read,
+    /// `work` of running per round of them and waits a quarter as long (busy 80% of the time).
+    fn settled_pause(conns: usize, work: Duration) -> Option<Duration> {
+        let (mut c, mut t) = (Coalescing::default(), Instant::now());
+        let mut seen = vec![0; conns];
+        let mut last = None;
+        for _ in 0..20 {
+            seen.iter_mut().for_each(|s| c.connection_ran(s, 16));
+            t += work;
+            let pause = c.at_park(t, false);
+            t += pause.unwrap_or_default();
+            c.waiting_from(t);
+            t += work / 4;
+            c.at_unpark(t);
+            last = pause.or(last);
+        }
+        last
+    }
+
+    #[test]
+    fn the_pause_is_a_share_of_one_round_of_the_connections_within_bounds() {
+        // 50 connections served in 400 us (8 us per read): an eighth of the round.
+        assert_eq!(settled_pause(50, Duration::from_micros(400)), Some(Duration::from_micros(50)));
+        // A quick round: the shortest pause.
+        assert_eq!(settled_pause(50, Duration::from_micros(100)), Some(PAUSE_MIN));
+        assert_eq!(settled_pause(10, Duration::from_micros(100)), Some(PAUSE_MIN));
+        // A long round: the longest.
+        assert_eq!(settled_pause(50, Duration::from_micros(1600)), Some(PAUSE_MAX));
+        assert_eq!(pause_for_round(Duration::from_micros(800), 100, 50), Duration::from_micros(50));
+        assert_eq!(pause_for_round(Duration::ZERO, 0, 50), PAUSE_MIN);
     }
 }

@@ -51,7 +51,7 @@ fn block_on(ctx: &mut Ctx, keys: Vec<Bytes>, op: WaitOp, timeout: Option<Duratio
     let durable = (n > 0).then(|| (n, ctx.client.info.clone()));
     let id = ctx.store().waiters.add(KeyWaiter { db, keys, op, resp3, tx, durable });
     ctx.client.info.unblockable.store(true, std::sync::atomic::Ordering::Relaxed);
-    ctx.block = Some(Block {
+    ctx.set_block(Block {
         rx,
         timeout,
         cancel: Box::new(move |store: &mut Store| {

@@ -39,7 +39,7 @@ pub type Execute = for<'g> fn(
     &mut ClientState,
     &[Bytes],
     &mut Option<MutexGuard<'g, Store>>,
-) -> (Value, Option<Block>);
+) -> (Value, Option<Box<Block>>);
 
 /// How a write command reaches the write log.
 pub enum Propagate {
@@ -63,7 +63,9 @@ pub struct Ctx<'a, 'g> {
     pub in_exec: bool,
     /// Who runs this command (a command EXEC runs has its EXEC's caller): a script sees fencing tokens as strings.
     pub caller: Caller,
-    pub block: Option<Block>,
+    /// Set by [`Ctx::set_block`]. Boxed: every command's reply travels back through several calls next to this,
+    /// and a `Block` in place made that a copy of some 150 bytes per call for the rare command that waits.
+    pub block: Option<Box<Block>>,
     pub propagate: Propagate,
     /// The execution path this command came through, for the commands it runs in turn.
     pub execute: Execute,
@@ -87,6 +89,11 @@ impl<'a, 'g> Ctx<'a, 'g> {
         execute: Execute,
     ) -> Self {
         Ctx { shared, client, args, spec, guard, now, in_exec, caller, block: None, propagate: Propagate::AsIs, execute, redacted: Vec::new() }
+    }
+
+    /// The command waits: its connection waits for `block` (without any lock) and answers what arrives.
+    pub fn set_block(&mut self, block: Block) {
+        self.block = Some(Box::new(block));
     }
 
     /// The store, locked for the rest of this command (and the commands batched with it).

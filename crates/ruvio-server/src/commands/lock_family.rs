@@ -82,7 +82,7 @@ fn acquire(ctx: &mut Ctx, want: Want, ttl_ms: u64, wait: Option<Option<Duration>
                 let shared: Arc<Shared> = ctx.shared.clone();
                 let abandon_shared = shared.clone();
                 let cancel_key = key.clone();
-                ctx.block = Some(Block {
+                ctx.set_block(Block {
                     rx,
                     timeout,
                     cancel: Box::new(move |store: &mut Store| {

@@ -33,7 +33,7 @@ fn save(ctx: &mut Ctx) -> Value {
     ctx.shared.aof.rewrite_waiters.lock().push(tx);
     let _ = rewrite::start(ctx.shared);
     ctx.unlock();
-    ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SAVE_INTERRUPTED) });
+    ctx.set_block(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SAVE_INTERRUPTED) });
     Value::Nil
 }
 

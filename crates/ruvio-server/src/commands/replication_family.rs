@@ -239,7 +239,7 @@ fn block_until(ctx: &mut Ctx, timeout_ms: u64, need: Need, reply: impl Fn(&Share
         }
         let _ = tx.send(reply(&shared));
     });
-    ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::Integer(0) });
+    ctx.set_block(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::Integer(0) });
     Value::Nil
 }
 

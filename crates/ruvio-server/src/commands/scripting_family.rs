@@ -257,7 +257,7 @@ fn start(ctx: &mut Ctx, job: Job, keys: Vec<Bytes>, argv: Vec<Bytes>, rules: Scr
         ctx.store();
         return reply;
     }
-    ctx.block = Some(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SCRIPT_ABORTED) });
+    ctx.set_block(Block { rx, timeout: None, cancel: Box::new(|_| {}), abandon: None, timeout_reply: Value::error(ERR_SCRIPT_ABORTED) });
     Value::Nil
 }
 

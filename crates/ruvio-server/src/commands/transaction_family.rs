@@ -169,7 +169,7 @@ fn exec_on_script_thread(ctx: &mut Ctx) -> Value {
         let _ = back_tx.send(state);
         let _ = tx.send(reply);
     });
-    ctx.block = Some(crate::blocking::Block {
+    ctx.set_block(crate::blocking::Block {
         rx,
         timeout: None,
         cancel: Box::new(|_| {}),
