@@ -176,7 +176,7 @@ fn pause_for_round(busy: Duration, batches: u64, active: u32) -> Duration {
         return PAUSE_MIN;
     }
     let per_read = busy / batches.min(u32::MAX as u64) as u32;
-    (per_read * active / PAUSE_SHARE_OF_ROUND).clamp(PAUSE_MIN, PAUSE_MAX)
+    (per_read.saturating_mul(active) / PAUSE_SHARE_OF_ROUND).clamp(PAUSE_MIN, PAUSE_MAX)
 }
 
 impl Coalescing {
