@@ -120,8 +120,11 @@ impl Server {
             }
             if let Ok(mut probe) = TcpStream::connect(("127.0.0.1", self.port)) {
                 // Listening is not enough: a server still loading its data answers -LOADING (a busy machine can
-                // take longer than the 200 ms after which clients are let in).
-                if !answers_loading(&mut probe) {
+                // take longer than the 200 ms after which clients are let in). And it must be this one: the port
+                // was free when chosen, but another test's server restarting on it may hold it, while ours fails
+                // to bind and exits (seen once: the probe reached the other one, which then went away).
+                let pid = self.child.as_ref().unwrap().id();
+                if !answers_loading(&mut probe) && !is_other_process(&mut probe, pid) {
                     return true;
                 }
             }
@@ -203,6 +206,35 @@ impl Drop for Server {
 }
 
 /// Whether a PING on `probe` is answered with -LOADING (any other answer, or none, means the server is past loading).
+/// Whether the server on `probe` says (INFO's `process_id`) it is a process other than `pid`. A reply that says
+/// nothing (an error such as -NOAUTH on a server with a password) is taken as ours.
+fn is_other_process(probe: &mut TcpStream, pid: u32) -> bool {
+    use std::io::{Read, Write};
+    if probe.write_all(b"INFO server\r\n").is_err() {
+        return true;
+    }
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    // A bulk string: `$<len>\r\n`, the text, `\r\n`; read until all of it is here (bounded).
+    loop {
+        match probe.read(&mut chunk) {
+            Ok(0) | Err(_) => return true,
+            Ok(n) => reply.extend_from_slice(&chunk[..n]),
+        }
+        if !reply.starts_with(b"$") {
+            return false;
+        }
+        let Some(header) = reply.windows(2).position(|w| w == b"\r\n") else { continue };
+        let len: usize = std::str::from_utf8(&reply[1..header]).ok().and_then(|t| t.parse().ok()).unwrap_or(0);
+        if reply.len() >= header + 2 + len || reply.len() > 1 << 20 {
+            break;
+        }
+    }
+    let text = String::from_utf8_lossy(&reply);
+    let said = text.lines().find_map(|l| l.strip_prefix("process_id:")).and_then(|v| v.trim().parse::<u32>().ok());
+    said.is_some_and(|said| said != pid)
+}
+
 fn answers_loading(probe: &mut TcpStream) -> bool {
     use std::io::{Read, Write};
     let _ = probe.set_read_timeout(Some(Duration::from_secs(5)));
