@@ -70,6 +70,22 @@ pub fn str_len(s: &[u8]) -> usize {
 /// formed; a bad length would be a bug, and panics rather than read out of bounds.
 #[inline]
 pub fn read_str<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
+    // Nearly every length fits in one byte; scans read one per entry, so that case stays a load and a test.
+    let first = buf[*pos];
+    let n = if first < 0x80 {
+        *pos += 1;
+        first as usize
+    } else {
+        read_long_len(buf, pos)
+    };
+    let s = &buf[*pos..*pos + n];
+    *pos += n;
+    s
+}
+
+/// A LEB128 length of two bytes or more (strings of 128 bytes and longer).
+#[cold]
+fn read_long_len(buf: &[u8], pos: &mut usize) -> usize {
     let mut n = 0usize;
     let mut shift = 0;
     loop {
@@ -77,13 +93,10 @@ pub fn read_str<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
         *pos += 1;
         n |= ((b & 0x7f) as usize) << shift;
         if b & 0x80 == 0 {
-            break;
+            return n;
         }
         shift += 7;
     }
-    let s = &buf[*pos..*pos + n];
-    *pos += n;
-    s
 }
 
 /// `a == b` for the short strings packed entries hold, compared where they usually differ first: a scan for a

@@ -604,17 +604,24 @@ struct Found {
 }
 
 fn pack_find(buf: &[u8], member: &[u8]) -> Option<Found> {
-    let (mut pos, mut rank) = (0, 0);
+    scan_for_member(buf, member).ok()
+}
+
+/// Looks for `member` comparing members only (scores are skipped, not decoded, and a member of another length costs
+/// one comparison). Not there: the offset of the last entry, if any.
+fn scan_for_member(buf: &[u8], member: &[u8]) -> Result<Found, Option<usize>> {
+    let (mut pos, mut rank, mut last) = (0, 0, None);
     while pos < buf.len() {
         let start = pos;
         skip_score(buf, &mut pos);
         if same_bytes(read_str(buf, &mut pos), member) {
             let score = read_score(buf, &mut start.clone());
-            return Some(Found { rank, start, end: pos, score });
+            return Ok(Found { rank, start, end: pos, score });
         }
+        last = Some(start);
         rank += 1;
     }
-    None
+    Err(last)
 }
 
 /// Where a member is in packed contents (its entry's bounds and score), and where an entry for it with a given
@@ -625,27 +632,36 @@ struct PackPlace {
     at: usize,
 }
 
-/// Finds both parts of a [`PackPlace`] in one scan, which stops once it has both.
+/// Finds a [`PackPlace`]: first the member, by the cheap member-only scan; a new member ordered after the last entry
+/// (a sliding window's or a timeline's next entry, the common ZADD) then needs nothing more. Otherwise a second scan
+/// decodes scores up to the entry's place.
 fn pack_place(buf: &[u8], member: &[u8], score: f64) -> PackPlace {
-    let (mut pos, mut found, mut at) = (0, None, None);
-    while pos < buf.len() && (found.is_none() || at.is_none()) {
-        let start = pos;
-        if at.is_some() {
-            // Past the new entry's place: only the member matters now.
-            skip_score(buf, &mut pos);
-            if same_bytes(read_str(buf, &mut pos), member) {
-                found = Some((start, pos, read_score(buf, &mut start.clone())));
+    let found = match scan_for_member(buf, member) {
+        Ok(f) => Some((f.start, f.end, f.score)),
+        Err(None) => None,
+        Err(Some(last)) => {
+            let (m, s) = read_entry(buf, &mut last.clone());
+            if order(s, m, score, member) == Ordering::Less {
+                return PackPlace { found: None, at: buf.len() };
             }
-            continue;
+            None
         }
+    };
+    PackPlace { found, at: pack_place_by_order(buf, member, score) }
+}
+
+/// Offset of the first entry other than `member`'s that is ordered after `(score, member)` (the end if none).
+fn pack_place_by_order(buf: &[u8], member: &[u8], score: f64) -> usize {
+    let mut pos = 0;
+    while pos < buf.len() {
+        let start = pos;
         let (m, s) = read_entry(buf, &mut pos);
-        if same_bytes(m, member) {
-            found = Some((start, pos, s));
-        } else if order(s, m, score, member) == Ordering::Greater {
-            at = Some(start);
+        // Greater than (score, member) with the same member bytes means the member's own entry (a higher score).
+        if order(s, m, score, member) == Ordering::Greater && !same_bytes(m, member) {
+            return start;
         }
     }
-    PackPlace { found, at: at.unwrap_or(buf.len()) }
+    buf.len()
 }
 
 /// Byte offset of the entry at rank `k` (the contents' length when `k` is the count or beyond).
