@@ -71,29 +71,26 @@ pub fn str_len(s: &[u8]) -> usize {
 #[inline]
 pub fn read_str<'a>(buf: &'a [u8], pos: &mut usize) -> &'a [u8] {
     // Nearly every length fits in one byte; scans read one per entry, so that case stays a load and a test.
+    // (`pos` is not handed to the long case by reference, so a scan's loop keeps it in a register.)
     let first = buf[*pos];
-    let n = if first < 0x80 {
-        *pos += 1;
-        first as usize
-    } else {
-        read_long_len(buf, pos)
-    };
-    let s = &buf[*pos..*pos + n];
-    *pos += n;
+    let (n, at) = if first < 0x80 { (first as usize, *pos + 1) } else { read_long_len(buf, *pos) };
+    let s = &buf[at..at + n];
+    *pos = at + n;
     s
 }
 
-/// A LEB128 length of two bytes or more (strings of 128 bytes and longer).
+/// A LEB128 length of two bytes or more (strings of 128 bytes and longer) at `at`: the length and where the string
+/// starts.
 #[cold]
-fn read_long_len(buf: &[u8], pos: &mut usize) -> usize {
+fn read_long_len(buf: &[u8], mut at: usize) -> (usize, usize) {
     let mut n = 0usize;
     let mut shift = 0;
     loop {
-        let b = buf[*pos];
-        *pos += 1;
+        let b = buf[at];
+        at += 1;
         n |= ((b & 0x7f) as usize) << shift;
         if b & 0x80 == 0 {
-            return n;
+            return (n, at);
         }
         shift += 7;
     }

@@ -564,15 +564,22 @@ fn read_score(buf: &[u8], pos: &mut usize) -> f64 {
     }
 }
 
+/// Bytes of a packed score by its first byte, so skipping one is a single load: one for a small integer, 9 for
+/// `TAG_DOUBLE`, 1 + k for an integer of k bytes.
+const SCORE_BYTES: [u8; 256] = {
+    let mut t = [1u8; 256];
+    let mut tag = TAG_DOUBLE as usize;
+    while tag < 256 {
+        t[tag] = if tag == TAG_DOUBLE as usize { 9 } else { (1 + tag - TAG_DOUBLE as usize) as u8 };
+        tag += 1;
+    }
+    t
+};
+
 /// Skips the score at `*pos` without decoding it (member lookups compare members only).
 #[inline]
 fn skip_score(buf: &[u8], pos: &mut usize) {
-    let t = buf[*pos];
-    *pos += match t {
-        0..=SMALL_INT_MAX => 1,
-        TAG_DOUBLE => 9,
-        _ => 1 + (t - TAG_DOUBLE) as usize,
-    };
+    *pos += SCORE_BYTES[buf[*pos] as usize] as usize;
 }
 
 /// Writes `score` and `member` as one entry into `out`, which is exactly `score_len + str_len` bytes.
@@ -1166,6 +1173,9 @@ mod tests {
             let mut pos = 0;
             assert_eq!(read_score(&out, &mut pos).to_bits(), s.to_bits(), "{s} followed by other bytes");
             assert_eq!(pos, end);
+            let mut skipped = 0;
+            skip_score(&out, &mut skipped);
+            assert_eq!(skipped, end, "{s} skipped");
         }
         assert_eq!(score_len(246.0), 1);
         assert_eq!(score_len(247.0), 3, "247 needs two bytes in two's complement");
