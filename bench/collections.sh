@@ -139,7 +139,7 @@ cpu() { awk -F, -v t="$2" '$1==t {print $3}' "$1" | median; }
 for t in "${TESTS[@]}"; do
   a=$(best "$BENCH_WORK/ruvio.csv" "$t"); b=$(best "$BENCH_WORK/redis.csv" "$t")
   ca=$(cpu "$BENCH_WORK/ruvio.csv" "$t"); cb=$(cpu "$BENCH_WORK/redis.csv" "$t")
-  printf '%-11s %14.0f %14.0f %8.2f %12.2f %12.2f %9.2f\n' "$t" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
+  printf '%-11s %14.0f %14.0f %8.3f %12.2f %12.2f %9.3f\n' "$t" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
 done
 if [ -n "${DETAIL:-}" ]; then
   echo "each round: test, ruvio rps / cpu_us, redis rps / cpu_us"
@@ -173,7 +173,7 @@ for r in $(seq "$ROUNDS"); do
 done
 a=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-ruvio.csv"); b=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-redis.csv")
 ca=$(cut -d, -f2 "$BENCH_WORK/rl-ruvio.csv" | median); cb=$(cut -d, -f2 "$BENCH_WORK/rl-redis.csv" | median)
-printf '%-11s %14s %14s %8s %12s %12s\n' test ruvio_cps redis_cps ratio ruvio_cpu_us redis_cpu_us
-printf '%-11s %14.0f %14.0f %8.2f %12.2f %12.2f\n' ratelimit "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb"
+printf '%-11s %14s %14s %8s %12s %12s %9s\n' test ruvio_cps redis_cps ratio ruvio_cpu_us redis_cpu_us cpu_ratio
+printf '%-11s %14.0f %14.0f %8.3f %12.2f %12.2f %9.3f\n' ratelimit "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
