@@ -618,8 +618,8 @@ fn pack_find(buf: &[u8], member: &[u8]) -> Option<Found> {
 /// one comparison). Not there: the offset of the last entry, if any.
 fn scan_for_member(buf: &[u8], member: &[u8]) -> Result<Found, Option<usize>> {
     // Each entry's place depends on the bytes of the one before, so the loop waits out every cache miss in turn;
-    // asking for the contents' lines first lets those misses overlap (the first 4 KiB: a set within the default
-    // listpack limits, without flooding the cache for a larger one or one whose member is found early).
+    // asking for the contents' lines first lets those misses overlap (at most the first 4 KiB: a typical small set
+    // whole, without flooding the cache for a larger one or one whose member is found early).
     for line in buf[..buf.len().min(4096)].chunks(64).skip(1) {
         super::prefetch(line.as_ptr());
     }
