@@ -205,36 +205,35 @@ impl Drop for Server {
     }
 }
 
-/// Whether a PING on `probe` is answered with -LOADING (any other answer, or none, means the server is past loading).
 /// Whether the server on `probe` says (INFO's `process_id`) it is a process other than `pid`. A reply that says
-/// nothing (an error such as -NOAUTH on a server with a password) is taken as ours.
+/// nothing is taken as ours: an error such as -NOAUTH on a server with a password, or bytes that are no reply at all
+/// (`answers_loading` reads only the start of its PING's answer, so the rest of a long error comes first). A probe
+/// that breaks before a whole reply is taken as not ours yet (the caller probes again).
 fn is_other_process(probe: &mut TcpStream, pid: u32) -> bool {
+    use ruvio_protocol::{decode_value, DecodeLimits, Value};
     use std::io::{Read, Write};
     if probe.write_all(b"INFO server\r\n").is_err() {
         return true;
     }
     let mut reply = Vec::new();
     let mut chunk = [0u8; 4096];
-    // A bulk string: `$<len>\r\n`, the text, `\r\n`; read until all of it is here (bounded).
-    loop {
+    let text = loop {
+        match decode_value(&reply, DecodeLimits::default()) {
+            Ok(Some((Value::Bulk(text), _))) => break text,
+            Ok(Some(_)) => return false,
+            Ok(None) => {}
+            Err(_) => return false,
+        }
         match probe.read(&mut chunk) {
             Ok(0) | Err(_) => return true,
             Ok(n) => reply.extend_from_slice(&chunk[..n]),
         }
-        if !reply.starts_with(b"$") {
-            return false;
-        }
-        let Some(header) = reply.windows(2).position(|w| w == b"\r\n") else { continue };
-        let len: usize = std::str::from_utf8(&reply[1..header]).ok().and_then(|t| t.parse().ok()).unwrap_or(0);
-        if reply.len() >= header + 2 + len || reply.len() > 1 << 20 {
-            break;
-        }
-    }
-    let text = String::from_utf8_lossy(&reply);
-    let said = text.lines().find_map(|l| l.strip_prefix("process_id:")).and_then(|v| v.trim().parse::<u32>().ok());
+    };
+    let said = String::from_utf8_lossy(&text).lines().find_map(|l| l.strip_prefix("process_id:")).and_then(|v| v.trim().parse::<u32>().ok());
     said.is_some_and(|said| said != pid)
 }
 
+/// Whether a PING on `probe` is answered with -LOADING (any other answer, or none, means the server is past loading).
 fn answers_loading(probe: &mut TcpStream) -> bool {
     use std::io::{Read, Write};
     let _ = probe.set_read_timeout(Some(Duration::from_secs(5)));
