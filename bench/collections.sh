@@ -9,15 +9,18 @@
 #    Both with each type's redis.conf limits (list-max-listpack-size -2, set-max-intset-entries 512,
 #    zset-max-listpack-entries 128 / -value 64), persistence off.
 # 2. Throughput with redis-benchmark -t T -P 16 -c 50 -n N -r 100000 for T in lpush rpush lpop rpop sadd spop zadd
-#    zpopmin lrange_100 (one invocation per test, in that order, so the pops take what the pushes left), best of
+#    zpopmin lrange_100 (one invocation per test, in that order, so the pops take what the pushes left), over
 #    ROUNDS rounds, with each server's CPU time per request (user + system, its CPU clock in ns read around the
-#    invocation: cpu_ns in bench/lib.sh; median over the rounds; lrange_100's invocation includes the LPUSH that
-#    redis-benchmark runs first to fill the list, so its CPU figure is over both). Each test runs on both servers back to back, which one first
+#    invocation: cpu_ns in bench/lib.sh; lrange_100's invocation includes the LPUSH that redis-benchmark runs first
+#    to fill the list, so its CPU figure is over both). Each test runs on both servers back to back, which one first
 #    alternating from test to test and round to round, so the two measurements of a pair meet the same period of a
-#    noisy machine (this VM's cost per request moves 10-25% over seconds: docs/benchmarks.md).
+#    noisy machine (this VM's cost per request moves 10-25% over seconds: docs/benchmarks.md). The ratios are taken
+#    pair by pair and the median over the rounds printed (`ratio`, `cpu_ratio`); beside them, each server's best
+#    requests/s and median CPU over the rounds and the ratios of those (`best/best`, `med/med`), which compare
+#    figures from different periods of the machine.
 # 3. The sorted-set rate limiter: MULTI; ZADD; ZREMRANGEBYSCORE; ZCARD; EXEC per check, 50 clients, 1000 users,
-#    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check, best of ROUNDS
-#    (which server goes first alternating from round to round).
+#    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check over ROUNDS rounds
+#    (which server goes first alternating from round to round); ratios as in 2.
 #
 # Placement: both servers run on cpu0 and redis-benchmark and the rate-limiter driver on cpu1 (on a machine with two
 # or more CPUs; BENCH_SERVER_CPUS / BENCH_CLIENT_CPUS choose others, set empty for none): see bench/lib.sh.
@@ -27,7 +30,7 @@
 #        the memory table alone (it does not depend on timing, so it can be measured on a loaded machine); TESTS="lpush
 #        rpop" narrows the throughput part to those redis-benchmark tests. RUVIO_PORT / REDIS_PORT (default 7431 / 7432)
 #        move the servers off the default ports, so two checkouts can run it one after the other without colliding.
-#        DETAIL=1 also prints every round of the throughput part.
+#        DETAIL=1 also prints every round (each pair) of the throughput and rate-limiter parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-400000}
@@ -52,6 +55,25 @@ bench_init
 pin_by_default
 
 rss() { ps -o rss= -p "$1" | tr -d ' '; }
+# summarize_pairs TEST RUVIO_RATE REDIS_RATE RUVIO_CPU REDIS_CPU < PAIRS: one table row for TEST from lines
+# "TEST,..." holding one round's pair each (the arguments are the columns of the two rates and the two CPU figures):
+# best rates, the median of the pairs' rate ratios, the best/best ratio, median CPU of each, the median of the pairs'
+# CPU ratios, the median/median ratio.
+summarize_pairs() {
+  awk -F, -v t="$1" -v ra="$2" -v rb="$3" -v ca="$4" -v cb="$5" '
+    function median(v, n,   i, j, x) {  # v[1..n], sorted in place
+      for (i = 2; i <= n; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+      return v[int((n + 1) / 2)]
+    }
+    $1 == t {
+      n++; rr[n] = $ra / $rb; cr[n] = $ca / $cb; a[n] = $ca; b[n] = $cb
+      if ($ra > besta) besta = $ra; if ($rb > bestb) bestb = $rb
+    }
+    END {
+      ma = median(a, n); mb = median(b, n)
+      printf "%-11s %11.0f %11.0f %7.3f %7.3f %9.2f %9.2f %9.3f %7.3f\n", t, besta, bestb, median(rr, n), besta / bestb, ma, mb, median(cr, n), ma / mb
+    }'
+}
 # in_turn ROUND INDEX: ruvio first when ROUND + INDEX is even, redis-server first otherwise.
 in_turn() { if (( ($1 + $2) % 2 == 0 )); then echo ruvio redis; else echo redis ruvio; fi; }
 
@@ -120,8 +142,7 @@ bench() { # port pid test -> CSV line "test,rps,server-cpu-us-per-request"
 
 start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
 echo
-echo "redis-benchmark: -n $N -c $CLIENTS -P 16 -r 100000, best of $ROUNDS rounds (server CPU: median); load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-11s %14s %14s %8s %12s %12s %9s\n' test ruvio_rps redis_rps ratio ruvio_cpu_us redis_cpu_us cpu_ratio
+echo "redis-benchmark: -n $N -c $CLIENTS -P 16 -r 100000, $ROUNDS rounds; ratio, cpu_ratio: median of the rounds' ruvio/redis pairs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$BENCH_WORK/ruvio.csv"; : >"$BENCH_WORK/redis.csv"
 for r in $(seq "$ROUNDS"); do
   for i in "${!TESTS[@]}"; do
@@ -134,16 +155,16 @@ for r in $(seq "$ROUNDS"); do
     done
   done
 done
-best() { awk -F, -v t="$2" '$1==t && $2>m {m=$2} END {print m}' "$1"; }
-cpu() { awk -F, -v t="$2" '$1==t {print $3}' "$1" | median; }
+# Both files hold one line per (round, test) in the same order: pasted, each line is one pair.
+paste -d, "$BENCH_WORK/ruvio.csv" "$BENCH_WORK/redis.csv" >"$BENCH_WORK/pairs.csv"
+printf '%-11s %11s %11s %7s %7s %9s %9s %9s %7s\n' test ruvio_rps redis_rps ratio best/best ruvio_cpu redis_cpu cpu_ratio med/med
 for t in "${TESTS[@]}"; do
-  a=$(best "$BENCH_WORK/ruvio.csv" "$t"); b=$(best "$BENCH_WORK/redis.csv" "$t")
-  ca=$(cpu "$BENCH_WORK/ruvio.csv" "$t"); cb=$(cpu "$BENCH_WORK/redis.csv" "$t")
-  printf '%-11s %14.0f %14.0f %8.3f %12.2f %12.2f %9.3f\n' "$t" "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
+  # pairs.csv columns: test, ruvio rps, ruvio cpu, test, redis rps, redis cpu
+  summarize_pairs "$t" 2 5 3 6 <"$BENCH_WORK/pairs.csv"
 done
 if [ -n "${DETAIL:-}" ]; then
-  echo "each round: test, ruvio rps / cpu_us, redis rps / cpu_us"
-  paste -d, "$BENCH_WORK/ruvio.csv" "$BENCH_WORK/redis.csv" | awk -F, '{printf "  %-11s %8.0f / %5.2f   %8.0f / %5.2f\n", $1, $2, $3, $5, $6}'
+  echo "each round: test, ruvio rps / cpu_us, redis rps / cpu_us, the pair's ratios"
+  awk -F, '{printf "  %-11s %8.0f / %5.2f   %8.0f / %5.2f   %6.3f / %6.3f\n", $1, $2, $3, $5, $6, $2 / $5, $3 / $6}' "$BENCH_WORK/pairs.csv"
 fi
 stop_servers
 fi
@@ -152,7 +173,7 @@ fi
 if part ratelimit; then
 start_both $RUVIO_PORT $REDIS_PORT "${FLAGS[@]}"
 echo
-echo "rate limiter: MULTI ZADD ZREMRANGEBYSCORE ZCARD EXEC, $CLIENTS clients, 1000 users, ${SECONDS_RL}s, best of $ROUNDS; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "rate limiter: MULTI ZADD ZREMRANGEBYSCORE ZCARD EXEC, $CLIENTS clients, 1000 users, ${SECONDS_RL}s, $ROUNDS rounds; ratio, cpu_ratio: median of the rounds' pairs; load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 rl() { # port pid -> "checks_per_sec,cpu_us_per_check"
   local before after out checks
   before=$(cpu_ns "$2")
@@ -171,9 +192,13 @@ for r in $(seq "$ROUNDS"); do
     fi
   done
 done
-a=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-ruvio.csv"); b=$(awk -F, '$1>m {m=$1} END {print m}' "$BENCH_WORK/rl-redis.csv")
-ca=$(cut -d, -f2 "$BENCH_WORK/rl-ruvio.csv" | median); cb=$(cut -d, -f2 "$BENCH_WORK/rl-redis.csv" | median)
-printf '%-11s %14s %14s %8s %12s %12s %9s\n' test ruvio_cps redis_cps ratio ruvio_cpu_us redis_cpu_us cpu_ratio
-printf '%-11s %14.0f %14.0f %8.3f %12.2f %12.2f %9.3f\n' ratelimit "$a" "$b" "$(echo "$a / $b" | bc -l)" "$ca" "$cb" "$(echo "$ca / $cb" | bc -l)"
+paste -d, "$BENCH_WORK/rl-ruvio.csv" "$BENCH_WORK/rl-redis.csv" | sed 's/^/ratelimit,/' >"$BENCH_WORK/rl-pairs.csv"
+printf '%-11s %11s %11s %7s %7s %9s %9s %9s %7s\n' test ruvio_cps redis_cps ratio best/best ruvio_cpu redis_cpu cpu_ratio med/med
+# rl-pairs.csv columns: test, ruvio checks/s, ruvio cpu, redis checks/s, redis cpu
+summarize_pairs ratelimit 2 4 3 5 <"$BENCH_WORK/rl-pairs.csv"
+if [ -n "${DETAIL:-}" ]; then
+  echo "each round: ruvio checks/s / cpu_us, redis checks/s / cpu_us, the pair's ratios"
+  awk -F, '{printf "  %8.0f / %5.2f   %8.0f / %5.2f   %6.3f / %6.3f\n", $2, $3, $4, $5, $2 / $4, $3 / $5}' "$BENCH_WORK/rl-pairs.csv"
+fi
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
