@@ -11,22 +11,26 @@ use parking_lot::Mutex;
 use ruvio_protocol::Protocol;
 use tokio::sync::Notify;
 
-use crate::commands::CommandSpec;
+use crate::commands::{CommandSpec, Resolved};
 use crate::config::OutputLimit;
 use crate::keyspace::{CompactBytes, WatchFlag};
 
 /// The commands queued since MULTI, in order: their arguments back to back in one vector, as a connection's batch
-/// keeps them (a vector per queued command was an allocation per command of every transaction).
+/// keeps them (a vector per queued command was an allocation per command of every transaction), and the command each
+/// resolved to when it was queued, so EXEC does not look the names up again (the command table does not change while
+/// the server runs).
 #[derive(Default)]
 pub struct Queued {
     args: Vec<Bytes>,
     ends: Vec<usize>,
+    resolved: Vec<Resolved>,
 }
 
 impl Queued {
-    pub fn push(&mut self, args: &[Bytes]) {
+    pub fn push(&mut self, args: &[Bytes], resolved: Resolved) {
         self.args.extend_from_slice(args);
         self.ends.push(self.args.len());
+        self.resolved.push(resolved);
     }
 
     pub fn len(&self) -> usize {
@@ -41,6 +45,7 @@ impl Queued {
         }
         self.args.clear();
         self.ends.clear();
+        self.resolved.clear();
         self
     }
 
@@ -48,12 +53,12 @@ impl Queued {
         self.ends.is_empty()
     }
 
-    /// Each queued command's arguments.
-    pub fn iter(&self) -> impl Iterator<Item = &[Bytes]> + '_ {
-        self.ends.iter().scan(0, |start, &end| {
+    /// Each queued command's arguments and the command they resolved to.
+    pub fn iter(&self) -> impl Iterator<Item = (&[Bytes], Resolved)> + '_ {
+        self.ends.iter().zip(&self.resolved).scan(0, |start, (&end, &resolved)| {
             let args = &self.args[*start..end];
             *start = end;
-            Some(args)
+            Some((args, resolved))
         })
     }
 }

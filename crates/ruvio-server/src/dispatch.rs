@@ -141,7 +141,7 @@ fn execute_resolved<'g>(
             if spec.has(flags::NO_MULTI) {
                 return (refuse(caller, client, Value::error(ERR_NOT_IN_MULTI)).0, None, Stage::Refused);
             }
-            queue.push(args);
+            queue.push(args, resolved);
             return (Value::simple("QUEUED"), None, Stage::Queued);
         }
     }

@@ -11,6 +11,7 @@ use ruvio_protocol::Value;
 use super::flags::*;
 use super::CommandSpec;
 use crate::client::{ClientState, Watched};
+use crate::clock::Stamp;
 use super::context::{Caller, Ctx};
 use crate::keyspace::{CompactBytes, WatchFlag};
 use crate::shared::Shared;
@@ -60,9 +61,7 @@ fn discard(ctx: &mut Ctx) -> Value {
 
 fn exec(ctx: &mut Ctx) -> Value {
     let Some(queue) = ctx.client.multi.as_ref() else { return Value::error(ERR_EXEC_WITHOUT_MULTI) };
-    // Each queued command resolved once for the checks below and the run (a name lookup each time otherwise).
-    let resolved: Vec<Result<super::Resolved, Value>> = queue.iter().map(|args| super::resolve(args)).collect();
-    let runs_script = resolved.iter().any(|r| r.as_ref().is_ok_and(|r| r.spec.has(RUNS_SCRIPT)));
+    let runs_script = queue.iter().any(|(_, r)| r.spec.has(RUNS_SCRIPT));
     if runs_script && !ctx.client.on_script_thread && ctx.caller == Caller::Client && tokio::runtime::Handle::try_current().is_ok() {
         return exec_on_script_thread(ctx);
     }
@@ -78,7 +77,7 @@ fn exec(ctx: &mut Ctx) -> Value {
     // acknowledgements of what EXEC logged, and undoes its grants if they do not come (connection.rs).
     let n = ctx.client.durability_replicas;
     if n > 0
-        && resolved.iter().any(|r| r.as_ref().is_ok_and(|r| r.spec.has(WRITE)))
+        && queue.iter().any(|(_, r)| r.spec.has(WRITE))
         && ctx.shared.replication.online_durable_replicas() < n
     {
         unwatch_ctx(ctx);
@@ -102,29 +101,26 @@ fn exec(ctx: &mut Ctx) -> Value {
     // (Redis 7.0), and refused with its own error in the reply array while the others run.
     let user = if ctx.caller == Caller::Client { ctx.client.user.clone() } else { None };
     // Each command's end is the next one's start: one clock read per queued command.
-    let mut clock = std::time::Instant::now();
-    for (args, resolved) in queue.iter().zip(resolved) {
-        let reply = match resolved {
-            Ok(resolved) => match user.as_ref().and_then(|u| ctx.client.perms_cache.check(u, &resolved, args).err().map(|d| (u, d))) {
-                Some((u, denial)) => {
-                    ctx.shared.acl.deny(&denial, "multi", &u.name, ctx.client.info.describe());
-                    ctx.shared.metrics.record(resolved.spec, std::time::Duration::ZERO, Outcome::Rejected);
-                    denial.exec_reply()
+    let mut clock = Stamp::now();
+    for (args, resolved) in queue.iter() {
+        let reply = match user.as_ref().and_then(|u| ctx.client.perms_cache.check(u, &resolved, args).err().map(|d| (u, d))) {
+            Some((u, denial)) => {
+                ctx.shared.acl.deny(&denial, "multi", &u.name, ctx.client.info.describe());
+                ctx.shared.metrics.record(resolved.spec, std::time::Duration::ZERO, Outcome::Rejected);
+                denial.exec_reply()
+            }
+            None => {
+                // Each queued command counts in INFO commandstats when it runs here, as in Redis (queueing did not
+                // count it); a replayed log's EXEC does not.
+                let mut sub = ctx.nested(args, resolved.spec);
+                let reply = super::call(&mut sub);
+                if ctx.caller == Caller::Client {
+                    let ended = Stamp::now();
+                    ctx.shared.metrics.record(resolved.spec, ended.since(clock), Outcome::Ran { failed: reply.is_error() });
+                    clock = ended;
                 }
-                None => {
-                    // Each queued command counts in INFO commandstats when it runs here, as in Redis (queueing
-                    // did not count it); a replayed log's EXEC does not.
-                    let mut sub = ctx.nested(args, resolved.spec);
-                    let reply = super::call(&mut sub);
-                    if ctx.caller == Caller::Client {
-                        let ended = std::time::Instant::now();
-                        ctx.shared.metrics.record(resolved.spec, ended.saturating_duration_since(clock), Outcome::Ran { failed: reply.is_error() });
-                        clock = ended;
-                    }
-                    reply
-                }
-            },
-            Err(e) => e,
+                reply
+            }
         };
         replies.push(reply);
     }
