@@ -22,19 +22,18 @@ use crate::keyspace::{CompactBytes, WatchFlag};
 #[derive(Default)]
 pub struct Queued {
     args: Vec<Bytes>,
-    ends: Vec<usize>,
-    resolved: Vec<Resolved>,
+    /// Per command: where its arguments end in `args`, and what it resolved to.
+    commands: Vec<(usize, Resolved)>,
 }
 
 impl Queued {
     pub fn push(&mut self, args: &[Bytes], resolved: Resolved) {
         self.args.extend_from_slice(args);
-        self.ends.push(self.args.len());
-        self.resolved.push(resolved);
+        self.commands.push((self.args.len(), resolved));
     }
 
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.commands.len()
     }
 
     /// Empties the queue for reuse, keeping its vectors unless a large transaction grew them.
@@ -44,18 +43,17 @@ impl Queued {
             return Queued::default();
         }
         self.args.clear();
-        self.ends.clear();
-        self.resolved.clear();
+        self.commands.clear();
         self
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.commands.is_empty()
     }
 
     /// Each queued command's arguments and the command they resolved to.
     pub fn iter(&self) -> impl Iterator<Item = (&[Bytes], Resolved)> + '_ {
-        self.ends.iter().zip(&self.resolved).scan(0, |start, (&end, &resolved)| {
+        self.commands.iter().scan(0, |start, &(end, resolved)| {
             let args = &self.args[*start..end];
             *start = end;
             Some((args, resolved))
