@@ -483,6 +483,17 @@ def test_keyspace_notifications(server):
         assert got[6:8] == [(b"__keyspace@0__:z", b"zadd"), (b"__keyevent@0__:zadd", b"z")]
         assert got[8:10] == [(b"__keyspace@0__:k", b"set"), (b"__keyevent@0__:set", b"k")]
         assert (b"__keyevent@0__:expired", b"k") in collect(sub, 4)  # after `expire`, then on expiry
+        # LMPOP and ZMPOP notify the pop they did, as Redis does (`rpop`, `zpopmax`), not their own names.
+        c.rpush("l3", "a", "b")
+        assert c.lmpop(1, "l3", direction="RIGHT") == [b"l3", [b"b"]]
+        c.zadd("z3", {"m": 1, "n": 2})
+        assert c.zmpop(1, ["z3"], max=True) == [b"z3", [[b"n", b"2"]]]
+        assert collect(sub, 8) == [
+            (b"__keyspace@0__:l3", b"rpush"), (b"__keyevent@0__:rpush", b"l3"),
+            (b"__keyspace@0__:l3", b"rpop"), (b"__keyevent@0__:rpop", b"l3"),
+            (b"__keyspace@0__:z3", b"zadd"), (b"__keyevent@0__:zadd", b"z3"),
+            (b"__keyspace@0__:z3", b"zpopmax"), (b"__keyevent@0__:zpopmax", b"z3"),
+        ]
         # Only the classes asked for: E with lists only.
         c.config_set("notify-keyspace-events", "El")
         c.sadd("s", "x")

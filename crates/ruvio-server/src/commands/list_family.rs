@@ -36,12 +36,12 @@ pub static COMMANDS: &[CommandSpec] = &[
     cmd!("lpos", -3, READONLY, (1, 1, 1), "Returns the index of matching elements in a list.", lpos),
     cmd!("lmove", 5, WRITE | DENYOOM | MOVES_TO_LAST, (1, 2, 1), "Returns an element after popping it from one list and pushing it to another. Deletes the list if the last element was moved.", lmove),
     cmd!("rpoplpush", 3, WRITE | DENYOOM | MOVES_TO_LAST, (1, 2, 1), "Returns the last element of a list after removing and pushing it to another list. Deletes the list if the last element was popped.", rpoplpush),
-    cmd!("lmpop", -4, WRITE | NUMKEYS_AT_1, (0, 0, 0), "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", lmpop),
+    cmd!("lmpop", -4, WRITE | NUMKEYS_AT_1 | NOTIFY_AS_LOGGED, (0, 0, 0), "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", lmpop),
     cmd!("blpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", super::blocking_family::blpop),
     cmd!("brpop", -3, WRITE | NOSCRIPT | BLOCKING, (1, -2, 1), "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", super::blocking_family::brpop),
     cmd!("blmove", 6, WRITE | NOSCRIPT | DENYOOM | BLOCKING | MOVES_TO_LAST, (1, 2, 1), "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", super::blocking_family::blmove),
     cmd!("brpoplpush", 4, WRITE | NOSCRIPT | DENYOOM | BLOCKING | MOVES_TO_LAST, (1, 2, 1), "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", super::blocking_family::brpoplpush),
-    cmd!("blmpop", -5, WRITE | BLOCKING | NUMKEYS_AT_2, (0, 0, 0), "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", super::blocking_family::blmpop),
+    cmd!("blmpop", -5, WRITE | BLOCKING | NUMKEYS_AT_2 | NOTIFY_AS_LOGGED, (0, 0, 0), "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", super::blocking_family::blmpop),
 ];
 
 pub const ERR_NO_SUCH_KEY_LSET: &str = ERR_NO_SUCH_KEY;

@@ -129,6 +129,9 @@ pub mod flags {
     pub const DANGEROUS: u64 = 1 << 25;
     /// In the `@list`, `@set` and `@sortedset` categories instead of its group's (SORT, SORT_RO).
     pub const ON_COLLECTIONS: u64 = 1 << 26;
+    /// Its keyspace notifications follow the records it is logged as, not its name (LMPOP, ZMPOP and their blocking
+    /// forms: which key they popped, and from which end, is known only from what they did). Not shown by COMMAND.
+    pub const NOTIFY_AS_LOGGED: u64 = 1 << 34;
 
     pub const NAMES: &[(u64, &str)] = &[
         (WRITE, "write"),
@@ -747,7 +750,7 @@ pub fn call(ctx: &mut Ctx) -> Value {
         // Keyspace notifications, from the command (or, for the multi-key pops, from the pop it was logged as).
         let notices = if changed && notify {
             match &propagate {
-                context::Propagate::As(records) if spec.name.ends_with("mpop") => records.iter().flat_map(|r| crate::notify_events_of_record(r)).collect(),
+                context::Propagate::As(records) if spec.has(flags::NOTIFY_AS_LOGGED) => records.iter().flat_map(|r| crate::notify_events_of_record(r)).collect(),
                 _ => crate::notify::events_of(spec.name, args).into_iter().filter_map(|(c, e, i)| args.get(i).map(|k| (c, e, k.clone()))).collect(),
             }
         } else {
