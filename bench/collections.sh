@@ -17,7 +17,9 @@
 #    noisy machine (this VM's cost per request moves 10-25% over seconds: docs/benchmarks.md). The ratios are taken
 #    pair by pair and the median over the rounds printed (`ratio`, `cpu_ratio`); beside them, each server's best
 #    requests/s and median CPU over the rounds and the ratios of those (`best/best`, `med/med`), which compare
-#    figures from different periods of the machine.
+#    figures from different periods of the machine. Five rounds by default: a pair misses a goal it usually meets in
+#    up to one round in seven here, so the median of three pairs missed some goal in one run in four to seven, of five
+#    pairs in one in twelve to twenty (bench/pooled.py pools the pairs of several DETAIL=1 runs and prints those odds).
 # 3. The sorted-set rate limiter: MULTI; ZADD; ZREMRANGEBYSCORE; ZCARD; EXEC per check, 50 clients, 1000 users,
 #    1 s window (crates/ruvio-server/examples/rate_limiter.rs), checks/s and server CPU per check over ROUNDS rounds
 #    (which server goes first alternating from round to round); ratios as in 2.
@@ -36,7 +38,7 @@ cd "$(dirname "$0")/.."
 N=${1:-400000}
 PARTS=${PARTS:-memory throughput ratelimit}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 SECONDS_RL=${SECONDS_RL:-10}
 CLIENTS=50
 RUVIO=${RUVIO_BIN:-target/release/ruvio}
