@@ -40,10 +40,6 @@ impl Drop for Proc {
 /// The secret the nodes give their built-in `coordinator` user (coordinator-pass), which the coordinators log in with.
 const COORD_PASS: &str = "test-coordinator-secret";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
@@ -84,7 +80,7 @@ fn spawn(dir: &Path, name: &str, args: &[String]) -> Proc {
 
 fn start_group() -> Group {
     let dir = tempfile::tempdir().unwrap();
-    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let ports: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
     let mut nodes = Vec::new();
     for (i, &p) in ports.iter().enumerate() {
         let d: PathBuf = dir.path().join(format!("node-{p}"));
@@ -97,7 +93,7 @@ fn start_group() -> Group {
         nodes.push((p, spawn(dir.path(), &format!("node-{p}"), &args)));
         wait_for("node up", || ask(p, &["PING"]).is_some());
     }
-    let coords: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let coords: Vec<u16> = (0..3).map(|_| common::free_port()).collect();
     let peers: Vec<String> = coords.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     let mut procs = Vec::new();
     for &c in &coords {

@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -31,9 +31,10 @@ pub fn ruvio_binary() -> &'static Path {
     })
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+// One helper for both crates' tests (a port handed out twice made a test flaky).
+#[path = "../../../ruvio/tests/common/ports.rs"]
+mod ports;
+pub use ports::free_port;
 
 /// A loopback TCP port that is bound but not listening, so connecting to it is refused, and that no other
 /// test can take while the returned socket lives.

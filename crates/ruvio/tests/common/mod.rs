@@ -4,6 +4,9 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+mod ports;
+
+pub use ports::free_port;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -14,9 +17,6 @@ use std::time::{Duration, Instant};
 use bytes::BytesMut;
 use ruvio_protocol::{decode_value, encode_command, DecodeLimits, Value};
 
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 pub fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ruvio-test-{name}-{}", std::process::id()));
